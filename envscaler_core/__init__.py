@@ -1,0 +1,1 @@
+"""Shared core of EnvScaler: artifacts, LLM client, sandboxed runtime, rollouts."""

@@ -1,0 +1,229 @@
+"""Pydantic models of every record that crosses a stage boundary.
+
+Each stage writes one JSONL file of these records into a run directory (see
+:data:`ARTIFACT_FILES`), plus ``manifest.json``. Field names follow the original EnvScaler
+release where one exists, so released data converts losslessly (see ``original_format``).
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ARTIFACT_FILES = {
+    "tasks": "source_tasks.jsonl",
+    "descriptions": "env_descriptions.jsonl",
+    "drafts": "env_drafts.jsonl",
+    "envs": "envs.jsonl",
+    "scenarios": "scenarios.jsonl",
+    "trajectories": "trajectories.jsonl",
+    "failures": "failures.jsonl",
+}
+
+
+def content_id(prefix: str, *parts: str, length: int = 12) -> str:
+    """A stable id from content: the same input always gets the same id (resume-friendly)."""
+    digest = hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:length]
+    return f"{prefix}_{digest}"
+
+
+class Record(BaseModel):
+    """Base of all artifact records: tolerant of extra fields, keyed by ``id``."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    id: str
+
+
+# ---------------------------------------------------------------- stage 1: skel_builder
+class SourceTask(Record):
+    task: str
+    source: str = "jsonl"
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class EnvDescription(Record):
+    task_id: str
+    task: str
+    judge_result: bool
+    judge_analysis: str = ""
+    environment_summary: str = ""
+    environment_introduction: str = ""
+    usefulness: int = 0
+    modelability: int = 0
+    selected: bool = False
+    selection_reason: str = ""
+
+
+class StateEntity(BaseModel):
+    entity: str
+    attributes: list[str]
+    description: str = ""
+
+
+class Operation(BaseModel):
+    operation_name: str
+    operation_description: str = ""
+    operation_type: Literal["query", "state_change"] = "query"
+    code: Optional[str] = None
+
+
+class ToolVerdict(BaseModel):
+    """One inspection round: a call, its effect, and the verdicts on it."""
+
+    round: int
+    tool: str
+    case_type: Literal["positive", "negative"] = "positive"
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    observation: dict[str, Any] = Field(default_factory=dict)
+    state_diff: list[dict[str, Any]] = Field(default_factory=list)
+    oracle_violations: list[str] = Field(default_factory=list)
+    llm_verdict: Optional[Literal["Pass", "Warning", "Fail"]] = None
+    llm_reason: str = ""
+    verdict: Literal["Pass", "Warning", "Fail"] = "Pass"
+
+
+class InspectionReport(BaseModel):
+    rounds: int = 0
+    pass_count: int = 0
+    warning_count: int = 0
+    fail_count: int = 0
+    score: float = 0.0
+    threshold: float = 0.85
+    accepted: bool = False
+    per_tool: dict[str, list[ToolVerdict]] = Field(default_factory=dict)
+    repairs: list[dict[str, Any]] = Field(default_factory=list)
+    checker_agreement: Optional[float] = None
+    reason: str = ""
+
+
+class EnvSpec(Record):
+    """An environment: the class source, its tools and how it was made and judged."""
+
+    env_id: str = ""
+    environment_summary: str = ""
+    environment_introduction: str = ""
+    state_space_definition: list[StateEntity] = Field(default_factory=list)
+    constraints_rules: list[str] = Field(default_factory=list)
+    rule_predicates: list[str] = Field(default_factory=list)
+    operation_list: list[Operation] = Field(default_factory=list)
+    env_class_name: str
+    env_class_code: str
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    source_task: str = ""
+    inspection: Optional[InspectionReport] = None
+    status: Literal["draft", "accepted", "rejected"] = "draft"
+
+    def model_post_init(self, __context: Any) -> None:
+        if not self.env_id:
+            self.env_id = self.id
+
+
+# ---------------------------------------------------------------- stage 2: scen_generator
+class ToolCall(BaseModel):
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ChecklistItem(BaseModel):
+    check_item: str
+    check_func: str = ""
+    initial_value: Optional[bool] = None
+    reference_value: Optional[bool] = None
+
+
+class ValidationReport(BaseModel):
+    proven: bool = False
+    reference_reward: Optional[float] = None
+    null_reward: Optional[float] = None
+    mutant_rewards: list[float] = Field(default_factory=list)
+    reference_errors: list[str] = Field(default_factory=list)
+    repairs: list[dict[str, Any]] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=list)
+
+
+class Scenario(Record):
+    """One initial state, a task on it, its checklist with checkers, and the proof of its reward."""
+
+    env_id: str
+    env_class_name: str = ""
+    task_id: str = ""
+    init_config: dict[str, Any] = Field(default_factory=dict)
+    task: str = ""
+    checklist_with_func: list[ChecklistItem] = Field(default_factory=list)
+    reference_solution: list[ToolCall] = Field(default_factory=list)
+    validation: Optional[ValidationReport] = None
+    status: Literal["state", "task", "checked", "proven", "dropped"] = "state"
+
+    def model_post_init(self, __context: Any) -> None:
+        if not self.task_id:
+            self.task_id = self.id
+
+
+# ---------------------------------------------------------------- stage 3: rollouts
+class Usage(BaseModel):
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    errors: int = 0
+    latency_s: float = 0.0
+
+    def add(self, other: "Usage") -> "Usage":
+        return Usage(**{k: getattr(self, k) + getattr(other, k) for k in Usage.model_fields})
+
+
+class StepRecord(BaseModel):
+    index: int
+    tool_call_id: str = ""
+    name: str
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
+    observation: dict[str, Any] = Field(default_factory=dict)
+    error_type: Optional[str] = None
+    state_diff: list[dict[str, Any]] = Field(default_factory=list)
+    state_hash: str = ""
+    duration_ms: float = 0.0
+
+
+class CheckOutcome(BaseModel):
+    check_item: str = ""
+    status: Literal["true", "false", "error"]
+    error: Optional[str] = None
+
+
+class RewardBreakdown(BaseModel):
+    final: float = 0.0
+    checks: list[CheckOutcome] = Field(default_factory=list)
+    checker_errors: int = 0
+    progress: list[float] = Field(default_factory=list)
+    state_match: Optional[bool] = None
+
+
+class Trajectory(Record):
+    """One episode: messages in OpenAI format, every call's effect, rewards and accounting."""
+
+    scenario_id: str
+    env_id: str
+    sample: int = 0
+    mode: Literal["task", "user"] = "task"
+    agent_mode: Literal["fc", "text"] = "fc"
+    model: str = ""
+    seed: Optional[int] = None
+    task: str = ""
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    user_messages: list[dict[str, Any]] = Field(default_factory=list)
+    steps: list[StepRecord] = Field(default_factory=list)
+    reward: RewardBreakdown = Field(default_factory=RewardBreakdown)
+    usage: Usage = Field(default_factory=Usage)
+    timings: dict[str, float] = Field(default_factory=dict)
+    termination: str = ""
+    flags: list[str] = Field(default_factory=list)
+
+
+class FailureRecord(Record):
+    """A work item that failed after its retry budget; re-running the stage retries it."""
+
+    stage: str
+    reason: str
+    attempts: int = 1

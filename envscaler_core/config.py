@@ -1,0 +1,118 @@
+"""Typed stage configuration: defaults < YAML file (its stage section) < ``--set`` overrides.
+
+Every stage defines one pydantic model deriving from :class:`StageConfig`. A config file may hold
+one section per stage (``skel_builder: {...}``) plus a shared ``llm:`` section, so one preset file
+(``configs/demo.yaml``) configures the whole pipeline.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, Optional, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from envscaler_core.cli import UserError
+from envscaler_core.llm.config import LLMConfig, Role, resolve_llm_config
+
+C = TypeVar("C", bound="StageConfig")
+
+
+class StageConfig(BaseModel):
+    """Fields shared by every stage's config."""
+
+    model_config = ConfigDict(extra="forbid")
+    out: Path = Path("runs/latest")
+    concurrency: int = 4
+    executor: str = "local"
+    ray_address: Optional[str] = None
+    cache: bool = True
+    cache_path: Optional[Path] = None
+    llm: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    def llm_config(self, role: Role) -> LLMConfig:
+        """The endpoint config of ``role``: environment first, then this config's ``llm`` section."""
+        overrides = dict(self.llm.get("default", {}))
+        overrides.update(self.llm.get(role, {}))
+        overrides.setdefault("cache", self.cache)
+        return resolve_llm_config(role, overrides)
+
+    def resolved_cache_path(self) -> Path:
+        return self.cache_path or (Path(self.out) / "llm_cache.sqlite")
+
+
+def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
+    keys = dotted.split(".")
+    for key in keys[:-1]:
+        target = target.setdefault(key, {})
+    target[keys[-1]] = value
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, Any]:
+    """``["a.b=3", "c=x"]`` -> ``{"a": {"b": 3}, "c": "x"}`` (values parsed as YAML scalars)."""
+    result: dict[str, Any] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise UserError(f"--set expects KEY=VALUE, got {pair!r}")
+        key, raw = pair.split("=", 1)
+        _set_dotted(result, key.strip(), yaml.safe_load(raw) if raw else "")
+    return result
+
+
+def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def load_config(cls: type[C], section: str, path: Optional[Path | str] = None,
+                overrides: Optional[dict[str, Any]] = None) -> C:
+    """Build a stage config from an optional YAML file and override dict."""
+    values: dict[str, Any] = {}
+    if path:
+        path = Path(path)
+        if not path.exists():
+            raise UserError(f"config file not found: {path}")
+        try:
+            data = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as exc:
+            raise UserError(f"{path}: not valid YAML: {exc}") from None
+        if "llm" in data:
+            values["llm"] = data["llm"]
+        values = _deep_merge(values, data.get(section, {}) or {})
+    values = _deep_merge(values, overrides or {})
+    try:
+        return cls(**values)
+    except ValidationError as exc:
+        raise UserError(f"invalid {section} config: {exc}") from None
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """The common ``--config`` / ``--set`` / ``--out`` / ``--concurrency`` options."""
+    parser.add_argument("--config", type=Path, help="YAML config file (stage section + llm)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="KEY=VALUE", help="override a config field (dotted keys ok)")
+    parser.add_argument("--out", type=Path, help="run directory for artifacts")
+    parser.add_argument("--concurrency", type=int, help="work items in flight")
+    parser.add_argument("--executor", choices=["local", "ray"], help="local asyncio or Ray")
+    parser.add_argument("--ray-address", help="Ray cluster address (with --executor ray)")
+    parser.add_argument("--no-cache", action="store_true", help="do not use the LLM response cache")
+
+
+def config_from_args(cls: type[C], section: str, args: argparse.Namespace,
+                     **explicit: Any) -> C:
+    """Apply ``--config``, ``--set`` and the common flags (and ``explicit`` fields) in order."""
+    overrides = parse_overrides(getattr(args, "overrides", []) or [])
+    for field in ("out", "concurrency", "executor", "ray_address"):
+        value = getattr(args, field, None)
+        if value is not None:
+            overrides[field] = value
+    if getattr(args, "no_cache", False):
+        overrides["cache"] = False
+    overrides.update({k: v for k, v in explicit.items() if v is not None})
+    return load_config(cls, section, getattr(args, "config", None), overrides)

@@ -1,0 +1,282 @@
+"""The one LLM client every stage uses: async, retrying, caching, accounting.
+
+Talks to any OpenAI-compatible server through the official ``openai`` SDK. With no
+``base_url`` configured it starts the embedded llama.cpp server (see ``embedded``) and, for that
+backend, constrains tool calls with a JSON schema built from the ``tools`` list.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import time
+import uuid
+from typing import Any, Optional, TypeVar
+
+import openai
+from pydantic import BaseModel, ValidationError
+
+from envscaler_core.artifacts import Usage
+from envscaler_core.llm.cache import ResponseCache, cache_key
+from envscaler_core.llm.config import LLMConfig
+from envscaler_core.llm.schema import extract_json, response_format_for, tool_call_schema
+from envscaler_core.llm.toolparse import parse_text_tool_calls, split_reasoning
+from envscaler_core.llm.usage import UsageMeter
+
+log = logging.getLogger(__name__)
+T = TypeVar("T", bound=BaseModel)
+
+_FATAL = (
+    openai.BadRequestError,
+    openai.AuthenticationError,
+    openai.PermissionDeniedError,
+    openai.NotFoundError,
+    openai.UnprocessableEntityError,
+)
+
+
+class LLMError(RuntimeError):
+    """A call failed for good (after retries, or with a non-retryable error)."""
+
+
+class StructuredOutputError(LLMError):
+    """The model never produced JSON matching the requested schema."""
+
+
+class ChatResult(BaseModel):
+    content: str = ""
+    reasoning: str = ""
+    tool_calls: list[dict[str, Any]] = []
+    finish_reason: Optional[str] = None
+    usage: Usage = Usage()
+    cached: bool = False
+    parsed_from_text: bool = False
+
+    def assistant_message(self) -> dict[str, Any]:
+        """This answer as an OpenAI assistant message (reasoning kept under ``reasoning_content``)."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content or None}
+        if self.tool_calls:
+            message["tool_calls"] = self.tool_calls
+        if self.reasoning:
+            message["reasoning_content"] = self.reasoning
+        return message
+
+
+def _tool_call(name: str, arguments: Any, call_id: Optional[str] = None) -> dict[str, Any]:
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    return {"id": call_id or f"call_{uuid.uuid4().hex[:12]}", "type": "function",
+            "function": {"name": name, "arguments": args}}
+
+
+class _Shared:
+    """Per event loop: one SDK client and one semaphore per endpoint."""
+
+    clients: dict[tuple, openai.AsyncOpenAI] = {}
+    semaphores: dict[tuple, asyncio.Semaphore] = {}
+
+    @classmethod
+    def get(cls, base_url: str, api_key: str, timeout: float, limit: int):
+        loop = asyncio.get_running_loop()
+        key = (id(loop), base_url, api_key)
+        if key not in cls.clients:
+            cls.clients[key] = openai.AsyncOpenAI(
+                base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
+            cls.semaphores[key] = asyncio.Semaphore(limit)
+        return cls.clients[key], cls.semaphores[key]
+
+
+class LLMClient:
+    """Calls one endpoint with one configuration; share an instance across a stage."""
+
+    def __init__(self, config: LLMConfig, *, cache: Optional[ResponseCache] = None,
+                 meter: Optional[UsageMeter] = None, label: str = "llm"):
+        self.config = config
+        self.cache = cache if config.cache else None
+        self.meter = meter or UsageMeter()
+        self.label = label
+        self._base_url: Optional[str] = config.base_url
+        self._identity = config.model
+
+    # ------------------------------------------------------------------ endpoint
+    def _endpoint(self) -> str:
+        if self._base_url is None:
+            from envscaler_core.llm.embedded import ensure_embedded_server
+
+            server = ensure_embedded_server()
+            self._base_url, self._identity = server.base_url, f"embedded:{server.model_sha256[:16]}"
+        return self._base_url
+
+    @property
+    def embedded(self) -> bool:
+        return self.config.is_embedded
+
+    # ------------------------------------------------------------------ public API
+    async def chat(self, messages: list[dict[str, Any]], *, tools: Optional[list[dict]] = None,
+                   tool_choice: Any = None, response_format: Optional[dict] = None,
+                   temperature: Optional[float] = None, max_tokens: Optional[int] = None,
+                   cache_salt: Optional[str] = None, label: Optional[str] = None,
+                   use_cache: Optional[bool] = None, stream: bool = False) -> ChatResult:
+        """One chat completion with retries; raises :class:`LLMError` when it finally fails."""
+        base_url = self._endpoint()
+        request = self._build_request(messages, tools, tool_choice, response_format,
+                                      temperature, max_tokens)
+        label = label or self.label
+        cache_on = self.cache is not None and (use_cache is not False)
+        key = cache_key({"model": self._identity, "request": request, "salt": cache_salt})
+        if cache_on and (hit := self.cache.get(key)) is not None:
+            result = ChatResult.model_validate(hit)
+            result.cached = True
+            self.meter.record(label, Usage(cache_hits=1))
+            return result
+        result = await self._call_with_retries(base_url, request, tools, label, stream)
+        if cache_on:
+            self.cache.put(key, result.model_dump(exclude={"cached"}))
+        return result
+
+    async def structured(self, messages: list[dict[str, Any]], model: type[T], *,
+                         max_reasks: int = 2, temperature: Optional[float] = None,
+                         max_tokens: Optional[int] = None, cache_salt: Optional[str] = None,
+                         label: Optional[str] = None) -> T:
+        """Ask for JSON matching ``model``; re-ask (quoting the error) a bounded number of times."""
+        convo = list(messages)
+        last_error = ""
+        for _ in range(max_reasks + 1):
+            result = await self.chat(convo, response_format=response_format_for(model),
+                                     temperature=temperature, max_tokens=max_tokens,
+                                     cache_salt=cache_salt, label=label)
+            try:
+                return model.model_validate(extract_json(result.content))
+            except (json.JSONDecodeError, ValidationError, ValueError) as exc:
+                last_error = str(exc)[:800]
+            convo = convo + [
+                {"role": "assistant", "content": result.content},
+                {"role": "user", "content": (
+                    "Your answer did not match the required JSON schema: " + last_error +
+                    "\nAnswer again with only one JSON object that matches the schema.")},
+            ]
+        raise StructuredOutputError(
+            f"{model.__name__}: no valid answer after {max_reasks + 1} tries; last error: {last_error}")
+
+    # ------------------------------------------------------------------ internals
+    def _build_request(self, messages, tools, tool_choice, response_format, temperature,
+                       max_tokens) -> dict[str, Any]:
+        cfg = self.config
+        request: dict[str, Any] = {"model": cfg.model, "messages": messages}
+        temp = temperature if temperature is not None else cfg.temperature
+        for name, value in (("temperature", temp), ("top_p", cfg.top_p),
+                            ("max_tokens", max_tokens or cfg.max_tokens)):
+            if value is not None:
+                request[name] = value
+        if tools:
+            request["tools"] = tools
+            if tool_choice is not None:
+                request["tool_choice"] = tool_choice
+            if self.embedded and tool_choice not in (None, "auto", "none"):
+                only = tool_choice.get("function", {}).get("name") if isinstance(tool_choice, dict) else None
+                request["response_format"] = {"type": "json_schema", "json_schema": {
+                    "name": "tool_call", "schema": tool_call_schema(tools, only), "strict": False}}
+                request.pop("tool_choice", None)
+        if response_format is not None:
+            request["response_format"] = response_format
+        if cfg.extra_body:
+            request["extra_body"] = cfg.extra_body
+        return request
+
+    async def _call_with_retries(self, base_url, request, tools, label, stream) -> ChatResult:
+        cfg = self.config
+        client, semaphore = _Shared.get(base_url, cfg.api_key or "sk-no-key", cfg.timeout_s,
+                                        1 if self.embedded else cfg.concurrency)
+        last: Exception | None = None
+        for attempt in range(cfg.max_retries + 1):
+            started = time.perf_counter()
+            try:
+                async with semaphore:
+                    result = await (self._stream(client, request) if stream
+                                    else self._once(client, request))
+                result = self._finish(result, tools)
+                result.usage.latency_s = time.perf_counter() - started
+                result.usage.calls = 1
+                self.meter.record(label, result.usage)
+                return result
+            except _FATAL as exc:
+                self.meter.record(label, Usage(errors=1))
+                raise LLMError(f"{label}: request rejected by {base_url}: {exc}") from exc
+            except Exception as exc:  # retryable: 429, 5xx, timeouts, connection, garbage
+                last = exc
+                self.meter.record(label, Usage(errors=1))
+                if attempt < cfg.max_retries:
+                    delay = self._backoff(attempt, exc)
+                    log.warning("%s: attempt %d failed (%s); retrying in %.1fs",
+                                label, attempt + 1, _describe(exc), delay)
+                    await asyncio.sleep(delay)
+        raise LLMError(f"{label}: failed after {cfg.max_retries + 1} attempts: {_describe(last)}")
+
+    def _backoff(self, attempt: int, exc: Exception) -> float:
+        delay = min(self.config.backoff_max_s, self.config.backoff_base_s * 2 ** attempt)
+        retry_after = getattr(getattr(exc, "response", None), "headers", {}).get("retry-after")
+        if retry_after:
+            try:
+                delay = min(self.config.backoff_max_s, float(retry_after))
+            except ValueError:
+                pass
+        return delay * (0.5 + random.random() / 2)
+
+    async def _once(self, client: openai.AsyncOpenAI, request: dict) -> ChatResult:
+        response = await client.chat.completions.create(**request)
+        if not getattr(response, "choices", None):
+            raise ValueError("response has no choices")
+        choice = response.choices[0]
+        msg = choice.message
+        calls = [_tool_call(c.function.name, c.function.arguments, c.id) for c in (msg.tool_calls or [])]
+        reasoning = getattr(msg, "reasoning_content", None) or ""
+        usage = Usage(prompt_tokens=getattr(response.usage, "prompt_tokens", 0) or 0,
+                      completion_tokens=getattr(response.usage, "completion_tokens", 0) or 0)
+        return ChatResult(content=msg.content or "", reasoning=reasoning, tool_calls=calls,
+                          finish_reason=choice.finish_reason, usage=usage)
+
+    async def _stream(self, client: openai.AsyncOpenAI, request: dict) -> ChatResult:
+        stream = await client.chat.completions.create(
+            **request, stream=True, stream_options={"include_usage": True})
+        content, reasoning, finish, usage = [], [], None, Usage()
+        calls: dict[int, dict[str, Any]] = {}
+        async for chunk in stream:
+            if chunk.usage:
+                usage = Usage(prompt_tokens=chunk.usage.prompt_tokens or 0,
+                              completion_tokens=chunk.usage.completion_tokens or 0)
+            for choice in chunk.choices or []:
+                delta = choice.delta
+                content.append(delta.content or "")
+                reasoning.append(getattr(delta, "reasoning_content", None) or "")
+                for tc in delta.tool_calls or []:
+                    slot = calls.setdefault(tc.index, {"id": tc.id, "name": "", "arguments": ""})
+                    slot["id"] = tc.id or slot["id"]
+                    if tc.function:
+                        slot["name"] += tc.function.name or ""
+                        slot["arguments"] += tc.function.arguments or ""
+                finish = choice.finish_reason or finish
+        tool_calls = [_tool_call(c["name"], c["arguments"], c["id"]) for _, c in sorted(calls.items())]
+        return ChatResult(content="".join(content), reasoning="".join(reasoning),
+                          tool_calls=tool_calls, finish_reason=finish, usage=usage)
+
+    def _finish(self, result: ChatResult, tools: Optional[list[dict]]) -> ChatResult:
+        if not result.reasoning and "</think>" in result.content:
+            result.reasoning, result.content = split_reasoning(result.content)
+        if tools and not result.tool_calls and result.content.strip():
+            names = [t.get("function", t)["name"] for t in tools]
+            parsed = parse_text_tool_calls(result.content, names)
+            if parsed.calls:
+                result.tool_calls = [_tool_call(c.name, c.arguments) for c in parsed.calls]
+                result.content = parsed.content
+                result.reasoning = result.reasoning or parsed.reasoning
+                result.parsed_from_text = True
+        if not result.content.strip() and not result.tool_calls:
+            raise ValueError("empty response (no content and no tool calls)")
+        return result
+
+
+def _describe(exc: Optional[BaseException]) -> str:
+    if exc is None:
+        return "unknown error"
+    status = getattr(exc, "status_code", None)
+    return f"{type(exc).__name__}{f' {status}' if status else ''}: {str(exc)[:200]}"

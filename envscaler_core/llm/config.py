@@ -1,0 +1,79 @@
+"""Endpoint configuration per role (pipeline, agent, user, checker).
+
+Values come, in increasing priority, from defaults, the environment / ``.env``, a stage config
+file and CLI overrides. With no ``base_url`` anywhere, the embedded llama.cpp server is used.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, Field
+
+Role = Literal["pipeline", "agent", "user", "checker"]
+
+# Environment variable prefixes per role; later entries are fallbacks.
+_ROLE_PREFIXES: dict[str, tuple[str, ...]] = {
+    "pipeline": ("ENVSCALER_PIPELINE_", "OPENAI_"),
+    "agent": ("ENVSCALER_AGENT_", "OPENAI_"),
+    "user": ("USER_OPENAI_", "ENVSCALER_USER_", "OPENAI_"),
+    "checker": ("ENVSCALER_CHECKER_", "OPENAI_"),
+}
+EMBEDDED_MODEL_NAME = "embedded"
+
+
+class LLMConfig(BaseModel):
+    """How to reach one OpenAI-compatible endpoint and how to call it."""
+
+    base_url: Optional[str] = None
+    api_key: Optional[str] = Field(default=None, repr=False)
+    model: str = EMBEDDED_MODEL_NAME
+    temperature: Optional[float] = None
+    top_p: Optional[float] = None
+    max_tokens: Optional[int] = None
+    timeout_s: float = 600.0
+    max_retries: int = 5
+    backoff_base_s: float = 1.0
+    backoff_max_s: float = 30.0
+    concurrency: int = 8
+    cache: bool = True
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def is_embedded(self) -> bool:
+        return not self.base_url
+
+
+def load_dotenv_once() -> None:
+    """Load ``.env`` from the working directory, never overriding the real environment."""
+    try:
+        from dotenv import load_dotenv
+    except ImportError:  # python-dotenv is a core dependency; tolerate its absence anyway
+        return
+    load_dotenv(override=False)
+
+
+def _from_env(role: str, name: str) -> Optional[str]:
+    for prefix in _ROLE_PREFIXES[role]:
+        value = os.environ.get(prefix + name)
+        if value:
+            return value
+    return None
+
+
+def resolve_llm_config(role: Role, overrides: Optional[dict[str, Any]] = None) -> LLMConfig:
+    """Build the config of ``role`` from the environment, then apply ``overrides``."""
+    load_dotenv_once()
+    values: dict[str, Any] = {}
+    for field, var in (("base_url", "BASE_URL"), ("api_key", "API_KEY"), ("model", "MODEL")):
+        found = _from_env(role, var)
+        if found:
+            values[field] = found
+    embedded_url = os.environ.get("ENVSCALER_EMBEDDED_URL")
+    if not values.get("base_url") and embedded_url:
+        values["base_url"] = embedded_url
+        values.setdefault("model", EMBEDDED_MODEL_NAME)
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            values[key] = value
+    return LLMConfig(**values)

@@ -1,0 +1,122 @@
+"""The embedded default endpoint: llama.cpp's OpenAI-compatible server on 127.0.0.1.
+
+The server (``xllamacpp``, a prebuilt wheel) runs in a child process so that a crash in native
+code cannot take the pipeline down and so that stopping it is a clean signal. One process starts
+it and exports ``ENVSCALER_EMBEDDED_URL`` so that the stage subprocesses it launches reuse it:
+two llama.cpp servers on two cores slow each other to a crawl.
+"""
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass
+from typing import Optional
+
+from envscaler_core.llm.models import resolve_model_path
+
+log = logging.getLogger(__name__)
+_lock = threading.Lock()
+_server: Optional["EmbeddedServer"] = None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class EmbeddedServer:
+    base_url: str
+    model_path: str
+    model_sha256: str
+    process: Optional[subprocess.Popen] = None
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def _wait_ready(url: str, process: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"embedded llama.cpp server exited with code {process.returncode}")
+        try:
+            with urllib.request.urlopen(url + "/models", timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"embedded llama.cpp server not ready after {timeout:.0f}s")
+
+
+def start_server(model: Optional[str] = None, port: Optional[int] = None,
+                 n_ctx: int = 8192, threads: Optional[int] = None) -> EmbeddedServer:
+    """Start the embedded server in a child process and wait until it answers."""
+    path, sha = resolve_model_path(model)
+    port = port or free_port()
+    threads = threads or max(1, min(os.cpu_count() or 2, 8))
+    cmd = [sys.executable, "-m", "envscaler_core.llm.embedded", str(path), str(port),
+           str(n_ctx), str(threads)]
+    log.info("starting embedded llama.cpp server (%s) on 127.0.0.1:%d", path.name, port)
+    quiet = not os.environ.get("ENVSCALER_LLAMA_VERBOSE")
+    process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL if quiet else None,
+                               stderr=subprocess.DEVNULL if quiet else None)
+    server = EmbeddedServer(f"http://127.0.0.1:{port}/v1", str(path), sha, process)
+    try:
+        _wait_ready(server.base_url, process, timeout=180)
+    except Exception:
+        server.stop()
+        raise
+    return server
+
+
+def ensure_embedded_server() -> EmbeddedServer:
+    """The process-wide embedded server, started on first use and stopped at exit."""
+    global _server
+    with _lock:
+        if _server is None:
+            _server = start_server()
+            os.environ["ENVSCALER_EMBEDDED_URL"] = _server.base_url
+            os.environ["ENVSCALER_EMBEDDED_SHA256"] = _server.model_sha256
+            atexit.register(_server.stop)
+        return _server
+
+
+def _serve_forever(path: str, port: int, n_ctx: int, threads: int) -> None:
+    import xllamacpp as xlc
+
+    params = xlc.CommonParams()
+    params.model.path = path
+    params.n_ctx = n_ctx
+    params.n_parallel = 1
+    params.port = port
+    params.hostnames = ["127.0.0.1"]
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    params.use_jinja = True
+    params.model_alias = "embedded"
+    server = xlc.Server(params)  # noqa: F841 - serves until the process ends
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop.wait()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    _serve_forever(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))

@@ -1,0 +1,78 @@
+"""JSON-schema helpers for structured output and constrained tool calls."""
+from __future__ import annotations
+
+import copy
+import json
+import re
+from typing import Any
+
+from pydantic import BaseModel
+
+_FENCED = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
+
+
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """Inline local ``$ref``s (``#/$defs/X``) so every backend's grammar compiler accepts it."""
+    defs = schema.get("$defs", {})
+
+    def resolve(node: Any, depth: int = 0) -> Any:
+        if depth > 20:
+            return {}
+        if isinstance(node, dict):
+            if "$ref" in node and node["$ref"].startswith("#/$defs/"):
+                target = copy.deepcopy(defs.get(node["$ref"].split("/")[-1], {}))
+                extra = {k: v for k, v in node.items() if k != "$ref"}
+                return resolve({**target, **extra}, depth + 1)
+            return {k: resolve(v, depth) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [resolve(v, depth) for v in node]
+        return node
+
+    return resolve(schema)
+
+
+def model_schema(model: type[BaseModel]) -> dict[str, Any]:
+    return inline_refs(model.model_json_schema())
+
+
+def response_format_for(model: type[BaseModel]) -> dict[str, Any]:
+    """An OpenAI ``response_format`` asking for JSON matching ``model``; named after the model."""
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": model.__name__, "schema": model_schema(model), "strict": False},
+    }
+
+
+def tool_call_schema(tools: list[dict[str, Any]], only: str | None = None) -> dict[str, Any]:
+    """A schema whose instances are exactly one valid ``{"name", "arguments"}`` call of ``tools``."""
+    options = []
+    for tool in tools:
+        fn = tool.get("function", tool)
+        if only and fn["name"] != only:
+            continue
+        params = fn.get("parameters") or {"type": "object", "properties": {}}
+        options.append({
+            "type": "object",
+            "properties": {"name": {"const": fn["name"]}, "arguments": params},
+            "required": ["name", "arguments"],
+        })
+    return options[0] if len(options) == 1 else {"anyOf": options}
+
+
+def extract_json(text: str) -> Any:
+    """Parse JSON from model output: plain, fenced, or the first object/array in prose."""
+    text = (text or "").strip()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    for match in _FENCED.finditer(text):
+        try:
+            return json.loads(match.group(1))
+        except json.JSONDecodeError:
+            continue
+    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+    if not starts:
+        raise json.JSONDecodeError("no JSON object found", text, 0)
+    obj, _ = json.JSONDecoder().raw_decode(text[min(starts):])
+    return obj

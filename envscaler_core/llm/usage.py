@@ -1,0 +1,33 @@
+"""Call, token and latency accounting, per stage (or any label)."""
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+
+from envscaler_core.artifacts import Usage
+
+
+class UsageMeter:
+    """Thread-safe counters of LLM usage keyed by a label such as ``"skel_builder.judge"``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_label: dict[str, Usage] = defaultdict(Usage)
+
+    def record(self, label: str, usage: Usage) -> None:
+        with self._lock:
+            self._by_label[label] = self._by_label[label].add(usage)
+
+    def total(self) -> Usage:
+        total = Usage()
+        with self._lock:
+            for usage in self._by_label.values():
+                total = total.add(usage)
+        return total
+
+    def by_label(self) -> dict[str, Usage]:
+        with self._lock:
+            return dict(self._by_label)
+
+    def as_dict(self) -> dict[str, dict]:
+        return {label: u.model_dump() for label, u in sorted(self.by_label().items())}

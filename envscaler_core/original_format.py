@@ -1,0 +1,120 @@
+"""Reading and writing the original EnvScaler release formats.
+
+Environments: ``filtered_env_metadata.json`` / ``191_env_metadata.json`` is a dict keyed by
+``env_id`` (a list is accepted too); on Hugging Face ``tools`` and ``env_func_details`` are JSON
+strings. Scenarios: a list of ``{env_id, env_class_name, task_id, init_config, task
+[, checklist_with_func]}`` where ``init_config`` may be a JSON string.
+Our own JSONL artifacts are read by the same functions, so every command accepts both.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+from pydantic import ValidationError
+
+from envscaler_core.artifacts import EnvSpec, Scenario
+from envscaler_core.store import ArtifactError, JsonlStore, read_json
+
+
+def _maybe_json(value: Any) -> Any:
+    if isinstance(value, str) and value.strip()[:1] in ("[", "{"):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def _entries(data: Any) -> Iterable[tuple[str, dict[str, Any]]]:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield key, value
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            yield str(index), value
+    else:
+        raise ValueError("expected a JSON object keyed by env_id or a list")
+
+
+def _original_env(path: Path, key: str, item: dict[str, Any]) -> EnvSpec:
+    item = {k: _maybe_json(v) for k, v in item.items()}
+    env_id = str(item.get("env_id") or key)
+    item.setdefault("env_id", env_id)
+    item["id"] = env_id
+    item["status"] = item.get("status", "accepted")
+    for rule_key in ("state_space_definition",):
+        entities = item.get(rule_key) or []
+        for entity in entities:
+            if isinstance(entity.get("attributes"), str):
+                entity["attributes"] = [a.strip() for a in entity["attributes"].split(",") if a.strip()]
+    try:
+        return EnvSpec.model_validate(item)
+    except ValidationError as exc:
+        raise ArtifactError(path, 0, f"env {env_id!r} is not a valid environment: {exc.errors()[0]['msg']} "
+                                     f"at {'.'.join(map(str, exc.errors()[0]['loc']))}") from None
+
+
+def load_envs(path: Path | str) -> dict[str, EnvSpec]:
+    """Environments keyed by env_id, from our ``envs.jsonl`` or the original metadata JSON."""
+    path = Path(path)
+    if not path.exists():
+        raise ArtifactError(path, 0, "file not found")
+    if path.suffix == ".jsonl":
+        return {e.env_id: e for e in JsonlStore(path, EnvSpec).read()}
+    data = read_json(path)
+    return {env.env_id: env for env in (_original_env(path, k, v) for k, v in _entries(data))}
+
+
+def load_scenarios(path: Path | str) -> list[Scenario]:
+    """Scenarios from our ``scenarios.jsonl`` or an original scenario list (RL or SFT)."""
+    path = Path(path)
+    if not path.exists():
+        raise ArtifactError(path, 0, "file not found")
+    if path.suffix == ".jsonl":
+        return JsonlStore(path, Scenario).read_all()
+    data = read_json(path)
+    scenarios = []
+    for index, (_, item) in enumerate(_entries(data)):
+        item = dict(item)
+        item["init_config"] = _maybe_json(item.get("init_config", {})) or {}
+        item["checklist_with_func"] = _maybe_json(item.get("checklist_with_func", [])) or []
+        item["id"] = str(item.get("task_id") or f"{item.get('env_id')}-task_{index}")
+        item.setdefault("status", "proven" if item["checklist_with_func"] else "task")
+        try:
+            scenarios.append(Scenario.model_validate(item))
+        except ValidationError as exc:
+            raise ArtifactError(path, index + 1, f"scenario {index} invalid: {exc.errors()[0]['msg']}") from None
+    return scenarios
+
+
+_ENV_EXPORT_FIELDS = ("env_id", "environment_summary", "environment_introduction",
+                      "state_space_definition", "constraints_rules", "operation_list",
+                      "env_class_name", "env_class_code", "tools")
+
+
+def export_env_metadata(envs: Iterable[EnvSpec]) -> dict[str, dict[str, Any]]:
+    """The original ``filtered_env_metadata.json`` shape: a dict keyed by env_id."""
+    out = {}
+    for env in envs:
+        record = env.model_dump(mode="json", include=set(_ENV_EXPORT_FIELDS))
+        for entity in record["state_space_definition"]:
+            entity["attributes"] = ", ".join(entity["attributes"])
+        for op in record["operation_list"]:
+            op.pop("code", None)
+        out[env.env_id] = record
+    return out
+
+
+def export_scenarios(scenarios: Iterable[Scenario], with_checkers: bool) -> list[dict[str, Any]]:
+    """The original RL (``with_checkers``) or SFT scenario list."""
+    out = []
+    for s in scenarios:
+        record = {"env_id": s.env_id, "env_class_name": s.env_class_name, "task_id": s.task_id,
+                  "init_config": s.init_config, "task": s.task}
+        if with_checkers:
+            record["checklist_with_func"] = [
+                {"check_item": c.check_item, "check_func": c.check_func} for c in s.checklist_with_func]
+        out.append(record)
+    return out

@@ -1,0 +1,1 @@
+"""Sandboxed runtime for LLM-written environment classes and checkers."""

@@ -1,0 +1,230 @@
+"""Worker-side execution of one environment session (runs in the sandbox).
+
+Every op returns a plain-JSON response. Tool-call errors are observations
+(``{"success": False, "error_type": ..., "error": ...}``); on any error the
+instance state is rolled back to the last good snapshot, so an error
+observation always comes with an empty state diff.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+import linecache
+import random
+import signal
+import sys
+import traceback
+import types
+from contextlib import contextmanager
+from typing import Any, Optional
+
+from pydantic import ValidationError
+
+from .schema import ToolSpec, build_tools, format_validation_error
+from .state import UnserializableError, state_hash, to_jsonable
+
+ENV_FILE, CHECK_FILE, MODULE_NAME = "<env>", "<checker>", "envscaler_env"
+
+
+class SoftTimeout(BaseException):
+    """Raised by SIGALRM inside the sandbox when an op overruns."""
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise SoftTimeout()
+
+
+@contextmanager
+def deadline(seconds: float):
+    """Raises :class:`SoftTimeout` in the running code after ``seconds``."""
+    signal.signal(signal.SIGALRM, _on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def short_traceback(exc: BaseException, filename: str, frames: int = 3) -> str:
+    """Last few frames of the generated code plus the exception line."""
+    tb = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename][-frames:]
+    head = "Traceback (generated code, most recent call last):\n" if tb else ""
+    return head + "".join(traceback.format_list(tb)) + "".join(traceback.format_exception_only(type(exc), exc)).strip()
+
+
+def _fail(error_type: str, error: str) -> dict:
+    return {"ok": False, "error_type": error_type, "error": error}
+
+
+def exec_source(code: str, filename: str, namespace: dict) -> Optional[dict]:
+    """Compiles and runs ``code`` in ``namespace``; returns an error dict or None."""
+    try:
+        compiled = compile(code, filename, "exec")
+    except (SyntaxError, ValueError) as exc:
+        return _fail("syntax_error", "".join(traceback.format_exception_only(type(exc), exc)).strip())
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    try:
+        exec(compiled, namespace)  # noqa: S102 - this is the sandbox
+    except SoftTimeout:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - includes SystemExit
+        return _fail("import_error", f"module raised during import: {short_traceback(exc, filename)}")
+    return None
+
+
+def load_class(code: str, class_name: str) -> tuple[Optional[type], Optional[dict]]:
+    """Executes the env module and returns (class, None) or (None, error)."""
+    module = types.ModuleType(MODULE_NAME)
+    sys.modules[MODULE_NAME] = module
+    error = exec_source(code, ENV_FILE, module.__dict__)
+    if error:
+        return None, error
+    cls = module.__dict__.get(class_name)
+    if not isinstance(cls, type):
+        found = [k for k, v in module.__dict__.items() if isinstance(v, type) and v.__module__ == MODULE_NAME]
+        return None, _fail("class_not_found", f"class {class_name!r} not found in the source; classes defined: {found}")
+    return cls, None
+
+
+def construct(cls: type, init_config: Any) -> Any:
+    """``cls(init_config)`` when the signature accepts it, else ``cls()``."""
+    try:
+        inspect.signature(cls).bind(init_config)
+    except TypeError:
+        return cls()
+    except ValueError:
+        pass
+    return cls(init_config)
+
+
+def snapshot_of(instance: Any) -> dict:
+    """Public instance attributes (minus ``init_config``) as canonical JSON."""
+    attrs = {k: v for k, v in vars(instance).items() if not k.startswith("_") and k != "init_config"}
+    return to_jsonable(attrs)
+
+
+def inject(instance: Any, state: dict) -> None:
+    """Makes the public attributes of ``instance`` equal to ``state``."""
+    for key in [k for k in vars(instance) if not k.startswith("_") and k != "init_config"]:
+        if key not in state:
+            delattr(instance, key)
+    for key, value in state.items():
+        setattr(instance, key, copy.deepcopy(value))
+
+
+class Executor:
+    """Hosts at most one environment instance for the life of this process.
+
+    Args:
+        limits: The :class:`SandboxLimits` fields as a dict.
+    """
+
+    def __init__(self, limits: dict) -> None:
+        self.limits = limits
+        self.instance: Any = None
+        self.tools: dict[str, ToolSpec] = {}
+        self.last: dict = {}
+        self.last_hash = ""
+
+    def _commit(self, state: dict) -> None:
+        self.last, self.last_hash = state, state_hash(state)
+
+    def load(self, req: dict) -> dict:
+        """Executes the module, builds tools, constructs and seeds the instance."""
+        try:
+            with deadline(self.limits["load_timeout_s"]):
+                return self._load(req)
+        except SoftTimeout:
+            return _fail("timeout", f"loading the environment took longer than {self.limits['load_timeout_s']}s")
+
+    def _load(self, req: dict) -> dict:
+        if req.get("seed") is not None:
+            random.seed(req["seed"])
+        cls, error = load_class(req["code"], req["class_name"])
+        if error:
+            return error
+        self.tools = build_tools(cls)
+        tools = {"tools": [t.schema for t in self.tools.values()],
+                 "warnings": [w for t in self.tools.values() for w in t.warnings]}
+        if req.get("schemas_only"):
+            return {"ok": True, **tools}
+        try:
+            self.instance = construct(cls, req.get("init_config") or {})
+        except SoftTimeout:
+            raise
+        except BaseException as exc:  # noqa: BLE001
+            return _fail("constructor_error", f"{req['class_name']}() failed: {short_traceback(exc, ENV_FILE)}")
+        return self._seed(req.get("initial_state") or {}, tools)
+
+    def _seed(self, state: dict, extra: dict) -> dict:
+        bad = [k for k in state if not (isinstance(k, str) and k.isidentifier() and not k.startswith("_"))]
+        if bad:
+            return _fail("invalid_state", f"initial state keys must be public attribute names: {bad}")
+        try:
+            inject(self.instance, state)
+            self._commit(snapshot_of(self.instance))
+        except UnserializableError as exc:
+            return _fail("invalid_state", f"environment state is not JSON serializable: {exc}")
+        return {"ok": True, "state": self.last, "state_hash": self.last_hash, **extra}
+
+    def snapshot(self) -> dict:
+        """Current state (recomputed from the instance)."""
+        self._commit(snapshot_of(self.instance))
+        return {"ok": True, "state": self.last, "state_hash": self.last_hash}
+
+    def restore(self, req: dict) -> dict:
+        """Replaces the instance state with ``req['state']``."""
+        return self._seed(req["state"], {})
+
+    def _observe(self, error_type: str, error: str) -> dict:
+        inject(self.instance, self.last)  # roll back partial mutations
+        obs = {"success": False, "error_type": error_type, "error": error}
+        return {"ok": True, "observation": obs, "error_type": error_type, "state_diff": [], "state_hash": self.last_hash}
+
+    def call(self, req: dict) -> dict:
+        """Validates arguments, runs the tool, returns observation + diff."""
+        name, args = req["tool"], req.get("arguments")
+        spec = self.tools.get(name)
+        if spec is None:
+            return self._observe("unknown_tool", f"Unknown tool {name!r}. Available tools: {list(self.tools)}")
+        try:
+            kwargs = spec.to_kwargs(spec.model.model_validate(args))
+        except ValidationError as exc:
+            return self._observe("invalid_arguments", format_validation_error(spec, exc))
+        timeout = self.limits["call_timeout_s"]
+        try:
+            with deadline(timeout):
+                result = getattr(self.instance, name)(**kwargs)
+        except SoftTimeout:
+            return self._observe("timeout", f"Tool {name!r} did not finish within {timeout}s and was interrupted.")
+        except SystemExit as exc:
+            return self._observe("tool_exception", f"Tool {name!r} called sys.exit({exc.code!r}).")
+        except BaseException as exc:  # noqa: BLE001
+            return self._observe("tool_exception", f"Tool {name!r} raised an exception: {short_traceback(exc, ENV_FILE)}")
+        return self._finish(name, result)
+
+    def _finish(self, name: str, result: Any) -> dict:
+        try:
+            value = to_jsonable(result)
+        except UnserializableError as exc:
+            return self._observe("unserializable_result", f"Tool {name!r} returned a value that is not JSON serializable: {exc}")
+        obs = value if isinstance(value, dict) else {"success": True, "data": value}
+        size = len(json.dumps(obs, ensure_ascii=False))
+        if size > self.limits["max_result_bytes"]:
+            return self._observe("result_too_large", f"Tool {name!r} returned {size} bytes; the limit is {self.limits['max_result_bytes']}.")
+        try:
+            after = snapshot_of(self.instance)
+        except UnserializableError as exc:
+            return self._observe("unserializable_result", f"Tool {name!r} left the state not JSON serializable: {exc}")
+        before, before_hash = self.last, self.last_hash
+        self._commit(after)
+        diff = [] if self.last_hash == before_hash else _patch(before, after)
+        return {"ok": True, "observation": obs, "error_type": None, "state_diff": diff, "state_hash": self.last_hash}
+
+
+def _patch(before: dict, after: dict) -> list:
+    import jsonpatch
+
+    return list(jsonpatch.make_patch(before, after).patch)

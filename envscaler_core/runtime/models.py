@@ -1,0 +1,110 @@
+"""Pydantic models and exceptions shared by the parent side of the runtime."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, Field
+
+__all__ = [
+    "ErrorType",
+    "ERROR_TYPES",
+    "SandboxLimits",
+    "CallResult",
+    "CheckResult",
+    "SandboxError",
+    "EnvLoadError",
+    "WorkerError",
+]
+
+ErrorType = Literal[
+    "unknown_tool",
+    "invalid_arguments",
+    "malformed_json",
+    "tool_exception",
+    "timeout",
+    "worker_crashed",
+    "unserializable_result",
+    "result_too_large",
+]
+ERROR_TYPES: tuple[str, ...] = ErrorType.__args__  # type: ignore[attr-defined]
+
+
+class SandboxLimits(BaseModel):
+    """Resource limits and isolation switches for sandbox workers.
+
+    Attributes:
+        call_timeout_s: Wall-clock budget of one tool call / snapshot / restore.
+        load_timeout_s: Budget for exec'ing the module and constructing the class.
+        kill_grace_s: Extra time after a soft (in-process) timeout before the
+            parent kills the worker process group.
+        spawn_timeout_s: Budget for a new worker to report ready.
+        memory_bytes: RLIMIT_AS of the session process.
+        cpu_seconds: RLIMIT_CPU of the session process (whole session).
+        file_size_bytes: RLIMIT_FSIZE (largest file the session may write).
+        open_files: RLIMIT_NOFILE.
+        max_result_bytes: Largest JSON observation a tool may return.
+        max_frame_bytes: Largest protocol frame the parent accepts.
+        network_namespace: Run workers under ``unshare -n`` when available.
+        drop_privileges: When root, run sessions as a per-worker unprivileged
+            uid (keeping only CAP_DAC_READ_SEARCH so imports still work).
+    """
+
+    call_timeout_s: float = 5.0
+    load_timeout_s: float = 10.0
+    kill_grace_s: float = 1.0
+    spawn_timeout_s: float = 30.0
+    memory_bytes: int = 1 << 30
+    cpu_seconds: int = 120
+    file_size_bytes: int = 16 << 20
+    open_files: int = 256
+    max_result_bytes: int = 1_000_000
+    max_frame_bytes: int = 256 << 20
+    network_namespace: bool = True
+    drop_privileges: bool = True
+
+
+class CallResult(BaseModel):
+    """Outcome of one tool call."""
+
+    tool: str
+    arguments: Any = None
+    observation: dict
+    ok: bool
+    error_type: Optional[str] = None
+    state_diff: list = Field(default_factory=list)
+    state_hash: Optional[str] = None
+    duration_ms: float = 0.0
+
+
+class CheckResult(BaseModel):
+    """Outcome of one checker function."""
+
+    index: int
+    status: Literal["true", "false", "error"]
+    error: Optional[str] = None
+
+
+class SandboxError(RuntimeError):
+    """Base class of runtime errors raised on the caller side.
+
+    Attributes:
+        error_type: A short machine-readable category.
+    """
+
+    def __init__(self, message: str, error_type: str = "sandbox_error") -> None:
+        super().__init__(message)
+        self.error_type = error_type
+
+
+class EnvLoadError(SandboxError):
+    """The environment source could not be loaded or instantiated.
+
+    ``error_type`` is one of ``syntax_error``, ``import_error``,
+    ``class_not_found``, ``constructor_error``, ``invalid_state``,
+    ``timeout`` or ``worker_crashed``.
+    """
+
+
+class WorkerError(SandboxError):
+    """A worker died, timed out or broke the protocol."""

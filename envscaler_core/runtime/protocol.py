@@ -1,0 +1,121 @@
+"""Length-prefixed JSON framing used between the parent and its workers.
+
+A frame is a 4-byte big-endian unsigned length followed by that many bytes of
+UTF-8 JSON. Nothing is ever pickled across the boundary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import struct
+import time
+from typing import Any, Optional
+
+__all__ = ["ProtocolError", "encode_frame", "read_frame", "write_frame", "FrameChannel"]
+
+_HEADER = struct.Struct(">I")
+
+
+class ProtocolError(RuntimeError):
+    """The peer closed the pipe, timed out or sent an invalid frame."""
+
+    def __init__(self, message: str, *, timeout: bool = False, eof: bool = False) -> None:
+        super().__init__(message)
+        self.timeout = timeout
+        self.eof = eof
+
+
+def encode_frame(obj: Any) -> bytes:
+    """Encodes ``obj`` (plain JSON types) as one frame."""
+    body = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    return _HEADER.pack(len(body)) + body
+
+
+def _read_exact(fd: int, size: int) -> bytes:
+    chunks, left = [], size
+    while left:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            raise ProtocolError("pipe closed", eof=True)
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(fd: int) -> Any:
+    """Blocking read of one frame (worker side; reads exactly, never ahead)."""
+    (size,) = _HEADER.unpack(_read_exact(fd, _HEADER.size))
+    return json.loads(_read_exact(fd, size))
+
+
+def write_frame(fd: int, obj: Any) -> None:
+    """Blocking write of one frame (worker side)."""
+    data = memoryview(encode_frame(obj))
+    while data:
+        data = data[os.write(fd, data) :]
+
+
+class FrameChannel:
+    """Parent-side, deadline-aware framing over a worker's pipes.
+
+    Args:
+        read_fd: The worker's stdout (protocol output).
+        write_fd: The worker's stdin (protocol input).
+        max_frame_bytes: Frames larger than this are rejected.
+    """
+
+    def __init__(self, read_fd: int, write_fd: int, max_frame_bytes: int) -> None:
+        self.read_fd, self.write_fd = read_fd, write_fd
+        self.max_frame_bytes = max_frame_bytes
+        os.set_blocking(read_fd, False)
+        os.set_blocking(write_fd, False)
+        self._buf = bytearray()
+
+    @staticmethod
+    def _left(deadline: Optional[float]) -> Optional[float]:
+        if deadline is None:
+            return None
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ProtocolError("timed out", timeout=True)
+        return left
+
+    def send(self, obj: Any, deadline: Optional[float]) -> None:
+        """Writes one frame, honouring ``deadline`` (a monotonic time)."""
+        data = memoryview(encode_frame(obj))
+        while data:
+            try:
+                data = data[os.write(self.write_fd, data) :]
+            except BlockingIOError:
+                select.select([], [self.write_fd], [], self._left(deadline))
+            except (BrokenPipeError, OSError) as exc:
+                raise ProtocolError(f"worker pipe closed: {exc}", eof=True) from exc
+
+    def _fill(self, need: int, deadline: Optional[float]) -> None:
+        while len(self._buf) < need:
+            try:
+                chunk = os.read(self.read_fd, max(need - len(self._buf), 1 << 16))
+            except BlockingIOError:
+                ready, _, _ = select.select([self.read_fd], [], [], self._left(deadline))
+                if not ready:
+                    self._left(deadline)
+                continue
+            if not chunk:
+                raise ProtocolError("worker closed its pipe", eof=True)
+            self._buf += chunk
+
+    def recv(self, deadline: Optional[float]) -> Any:
+        """Reads one frame, raising :class:`ProtocolError` on timeout/EOF/garbage."""
+        self._fill(_HEADER.size, deadline)
+        (size,) = _HEADER.unpack(self._buf[: _HEADER.size])
+        if size > self.max_frame_bytes:
+            raise ProtocolError(f"frame of {size} bytes exceeds the {self.max_frame_bytes} limit")
+        self._fill(_HEADER.size + size, deadline)
+        body = bytes(self._buf[_HEADER.size : _HEADER.size + size])
+        del self._buf[: _HEADER.size + size]
+        try:
+            return json.loads(body)
+        except ValueError as exc:
+            raise ProtocolError(f"invalid frame from worker: {exc}") from exc

@@ -1,0 +1,200 @@
+"""Canonical JSON state helpers: conversion, hashing and JSON-Patch diffs.
+
+Importable without starting any worker. Everything here is deterministic
+across processes: sets are sorted canonically, dict keys are sorted, and no
+``default=str`` fallback is ever used (unknown objects raise instead).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import enum
+import hashlib
+import json
+import math
+import uuid
+from decimal import Decimal
+from pathlib import PurePath
+from typing import Any
+
+import jsonpatch
+
+__all__ = [
+    "UnserializableError",
+    "to_jsonable",
+    "canonical_json",
+    "state_hash",
+    "state_diff",
+    "apply_diff",
+]
+
+_MAX_DEPTH = 200
+
+
+class UnserializableError(TypeError):
+    """Raised when a value has no canonical JSON representation."""
+
+
+def _key(key: Any) -> str:
+    """Converts a dict key to a string the way ``json.dumps`` would."""
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, (bool, int, float)):
+        return json.dumps(to_jsonable(key))
+    if isinstance(key, enum.Enum):
+        return _key(key.value)
+    if isinstance(key, (tuple, frozenset, _dt.date, _dt.time, Decimal, uuid.UUID)):
+        return str(to_jsonable(key))
+    raise UnserializableError(f"dict key of type {type(key).__name__} is not serializable")
+
+
+def _sort_items(items: list) -> list:
+    """Sorts converted set members naturally, else by canonical text."""
+    try:
+        return sorted(items)
+    except TypeError:
+        return sorted(items, key=lambda v: json.dumps(v, sort_keys=True, separators=(",", ":")))
+
+
+def _float(value: float) -> Any:
+    if math.isfinite(value):
+        return value
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+
+
+def _convert(obj: Any, depth: int, seen: set) -> Any:
+    if depth > _MAX_DEPTH:
+        raise UnserializableError("value is nested too deeply (or cyclic)")
+    if obj is None or isinstance(obj, bool):
+        return obj
+    if isinstance(obj, str):
+        return obj[:]  # plain str even for str subclasses
+    if isinstance(obj, int):
+        return int(obj)
+    if isinstance(obj, float):
+        return _float(float(obj))
+    if isinstance(obj, enum.Enum):
+        return _convert(obj.value, depth + 1, seen)
+    if isinstance(obj, (_dt.datetime, _dt.date, _dt.time)):
+        return obj.isoformat()
+    if isinstance(obj, _dt.timedelta):
+        return obj.total_seconds()
+    if isinstance(obj, (Decimal, uuid.UUID, PurePath)):
+        return str(obj)
+    if isinstance(obj, bytes):
+        try:
+            return obj.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UnserializableError("bytes value is not valid UTF-8") from exc
+    ident = id(obj)
+    if ident in seen:
+        raise UnserializableError("cyclic reference")
+    seen.add(ident)
+    try:
+        return _convert_container(obj, depth, seen)
+    finally:
+        seen.discard(ident)
+
+
+def _convert_container(obj: Any, depth: int, seen: set) -> Any:
+    if isinstance(obj, dict):
+        out: dict = {}
+        for key, value in obj.items():
+            skey = _key(key)
+            if skey in out:
+                raise UnserializableError(f"duplicate key {skey!r} after key conversion")
+            out[skey] = _convert(value, depth + 1, seen)
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [_convert(v, depth + 1, seen) for v in obj]
+    if isinstance(obj, (set, frozenset)):
+        return _sort_items([_convert(v, depth + 1, seen) for v in obj])
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+        return _convert(fields, depth + 1, seen)
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump) and not isinstance(obj, type):
+        return _convert(dump(mode="python"), depth + 1, seen)
+    raise UnserializableError(f"object of type {type(obj).__name__} is not JSON serializable")
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Converts ``obj`` to plain JSON types canonically.
+
+    Sets become sorted lists, tuples lists, dates/datetimes ISO strings,
+    Decimal/UUID/Path strings, enums their value, non-string keys strings,
+    dataclasses and pydantic models dicts, non-finite floats the strings
+    ``"NaN"``/``"Infinity"``/``"-Infinity"``.
+
+    Args:
+        obj: Any value.
+
+    Returns:
+        A fresh structure of dict/list/str/int/float/bool/None.
+
+    Raises:
+        UnserializableError: If some value has no canonical representation.
+    """
+    try:
+        return _convert(obj, 0, set())
+    except RecursionError as exc:
+        raise UnserializableError("value is nested too deeply") from exc
+
+
+def canonical_json(obj: Any) -> str:
+    """Returns canonical JSON text (sorted keys, fixed separators, no NaN).
+
+    Args:
+        obj: Any value accepted by :func:`to_jsonable`.
+
+    Returns:
+        The canonical JSON string.
+    """
+    return json.dumps(
+        to_jsonable(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+def state_hash(state: Any) -> str:
+    """Returns the sha256 hex digest of the canonical JSON of ``state``.
+
+    Args:
+        state: A state snapshot (or anything :func:`to_jsonable` accepts).
+
+    Returns:
+        64 hex characters, stable across processes and runs.
+    """
+    return hashlib.sha256(canonical_json(state).encode("utf-8")).hexdigest()
+
+
+def state_diff(before: Any, after: Any) -> list[dict]:
+    """Computes a JSON Patch (RFC 6902) turning ``before`` into ``after``.
+
+    Args:
+        before: The earlier state.
+        after: The later state.
+
+    Returns:
+        A list of JSON Patch operations (empty when equal).
+    """
+    src, dst = to_jsonable(before), to_jsonable(after)
+    if src == dst:
+        return []
+    return list(jsonpatch.make_patch(src, dst).patch)
+
+
+def apply_diff(state: Any, diff: list[dict], *, in_place: bool = False) -> Any:
+    """Applies a JSON Patch produced by :func:`state_diff`.
+
+    Args:
+        state: The state to patch (already JSON-shaped).
+        diff: JSON Patch operations.
+        in_place: Mutate ``state`` instead of returning a patched copy.
+
+    Returns:
+        The patched state.
+    """
+    if not diff:
+        return state
+    return jsonpatch.apply_patch(state, diff, in_place=in_place)

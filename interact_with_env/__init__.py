@@ -1,0 +1,1 @@
+"""interact_with_env stage."""

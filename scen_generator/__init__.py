@@ -1,0 +1,1 @@
+"""scen_generator stage."""

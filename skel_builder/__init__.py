@@ -1,0 +1,1 @@
+"""skel_builder stage."""

@@ -1,0 +1,30 @@
+"""Shared pytest fixtures: the scripted OpenAI-compatible server and hermetic settings."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from envscaler_core.testing import ScriptedServer
+
+# Tests never reach a real endpoint by accident and never print progress bars.
+for _var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL", "USER_OPENAI_BASE_URL",
+             "USER_OPENAI_API_KEY", "ENVSCALER_EMBEDDED_URL"):
+    os.environ.pop(_var, None)
+os.environ.setdefault("ENVSCALER_NO_PROGRESS", "1")
+
+
+@pytest.fixture
+def scripted():
+    """A scripted server answering ``"ok"``; set ``.policy`` / ``.script`` in the test."""
+    with ScriptedServer() as server:
+        yield server
+
+
+@pytest.fixture
+def scripted_env(scripted, monkeypatch):
+    """The scripted server, also exported as OPENAI_BASE_URL for code that resolves configs."""
+    monkeypatch.setenv("OPENAI_BASE_URL", scripted.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_MODEL", "scripted")
+    return scripted
