@@ -140,6 +140,8 @@ class ValidationReport(BaseModel):
     reference_errors: list[str] = Field(default_factory=list)
     repairs: list[dict[str, Any]] = Field(default_factory=list)
     reasons: list[str] = Field(default_factory=list)
+    checker_errors: list[str] = Field(default_factory=list)
+    mutants: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class Scenario(Record):

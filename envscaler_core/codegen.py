@@ -36,12 +36,13 @@ def _trim_to_parseable(code: str) -> Optional[str]:
 
 
 def _start_at(code: str, keyword: str, name: Optional[str]) -> str:
-    pattern = re.compile(rf"^([ \t]*){keyword}\s+{re.escape(name) if name else r'\w+'}\b", re.M)
+    name_pattern = re.escape(name) if name else r"\w+"
+    pattern = re.compile(r"^([ \t]*)" + keyword + r"\s+" + name_pattern + r"\b", re.M)
     match = pattern.search(code)
     if not match:
         return code
     body = code[match.start():]
-    decorators = re.findall(rf"(?:^[ \t]*@.*\n)+$", code[:match.start()])
+    decorators = re.findall(r"(?:^[ \t]*@.*\n)+$", code[:match.start()], re.M)
     return (decorators[0] if decorators else "") + body
 
 

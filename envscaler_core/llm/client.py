@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import random
 import time
 import uuid
@@ -105,11 +106,15 @@ class LLMClient:
 
             server = ensure_embedded_server()
             self._base_url, self._identity = server.base_url, f"embedded:{server.model_sha256[:16]}"
+        elif self.config.llama_cpp and self._identity == "embedded":
+            sha = os.environ.get("ENVSCALER_EMBEDDED_SHA256", "")
+            self._identity = f"embedded:{sha[:16]}" if sha else self._identity
         return self._base_url
 
     @property
     def embedded(self) -> bool:
-        return self.config.is_embedded
+        """True for llama.cpp backends: one request at a time, schema-constrained tool calls."""
+        return self.config.constrain_tool_calls
 
     # ------------------------------------------------------------------ public API
     async def chat(self, messages: list[dict[str, Any]], *, tools: Optional[list[dict]] = None,

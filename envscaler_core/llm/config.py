@@ -37,11 +37,18 @@ class LLMConfig(BaseModel):
     backoff_max_s: float = 30.0
     concurrency: int = 8
     cache: bool = True
+    llama_cpp: bool = False
+    """The endpoint is a llama.cpp server (no native tool calling): constrain tool calls with a
+    JSON schema. Implied for the embedded model."""
     extra_body: dict[str, Any] = Field(default_factory=dict)
 
     @property
     def is_embedded(self) -> bool:
         return not self.base_url
+
+    @property
+    def constrain_tool_calls(self) -> bool:
+        return self.is_embedded or self.llama_cpp
 
 
 def load_dotenv_once() -> None:
@@ -72,6 +79,7 @@ def resolve_llm_config(role: Role, overrides: Optional[dict[str, Any]] = None) -
     embedded_url = os.environ.get("ENVSCALER_EMBEDDED_URL")
     if not values.get("base_url") and embedded_url:
         values["base_url"] = embedded_url
+        values["llama_cpp"] = True
         values.setdefault("model", EMBEDDED_MODEL_NAME)
     for key, value in (overrides or {}).items():
         if value is not None:

@@ -105,9 +105,9 @@ def snapshot_of(instance: Any) -> dict:
     return to_jsonable(attrs)
 
 
-def inject(instance: Any, state: dict) -> None:
-    """Makes the public attributes of ``instance`` equal to ``state``."""
-    for key in [k for k in vars(instance) if not k.startswith("_") and k != "init_config"]:
+def inject(instance: Any, state: dict, replace: bool = True) -> None:
+    """Sets ``state`` as attributes; ``replace`` also drops other public ones."""
+    for key in [k for k in vars(instance) if replace and not k.startswith("_") and k != "init_config"]:
         if key not in state:
             delattr(instance, key)
     for key, value in state.items():
@@ -158,12 +158,12 @@ class Executor:
             return _fail("constructor_error", f"{req['class_name']}() failed: {short_traceback(exc, ENV_FILE)}")
         return self._seed(req.get("initial_state") or {}, tools)
 
-    def _seed(self, state: dict, extra: dict) -> dict:
+    def _seed(self, state: dict, extra: dict, replace: bool = False) -> dict:
         bad = [k for k in state if not (isinstance(k, str) and k.isidentifier() and not k.startswith("_"))]
         if bad:
             return _fail("invalid_state", f"initial state keys must be public attribute names: {bad}")
         try:
-            inject(self.instance, state)
+            inject(self.instance, state, replace)
             self._commit(snapshot_of(self.instance))
         except UnserializableError as exc:
             return _fail("invalid_state", f"environment state is not JSON serializable: {exc}")
@@ -176,7 +176,7 @@ class Executor:
 
     def restore(self, req: dict) -> dict:
         """Replaces the instance state with ``req['state']``."""
-        return self._seed(req["state"], {})
+        return self._seed(req["state"], {}, replace=True)
 
     def _observe(self, error_type: str, error: str) -> dict:
         inject(self.instance, self.last)  # roll back partial mutations

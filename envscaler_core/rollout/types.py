@@ -1,0 +1,112 @@
+"""Data types and protocols of the rollout engine.
+
+The engine is generic: it drives an agent (and optionally a simulated user) against any
+environment that exposes OpenAI tool schemas and a ``call`` coroutine (:class:`ToolEnv`),
+and scores the episode with any :class:`RewardHook`. The sandboxed EnvScaler environments
+(``sandbox.py``) and checklist rewards (``rewards.py``) are one implementation of each.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Optional, Protocol
+
+from pydantic import BaseModel, Field
+
+from envscaler_core.artifacts import RewardBreakdown, StepRecord
+
+Termination = Literal["agent_answered", "user_stop", "user_empty", "max_steps"]
+FORMAT_ERROR_TYPES = ("malformed_json", "malformed_tool_call")
+
+
+class RolloutSettings(BaseModel):
+    """How episodes are run (shared by every episode of a run).
+
+    Attributes:
+        mode: ``task`` (the task is the first user message) or ``user`` (a simulated user).
+        agent_mode: ``fc`` (native function calling) or ``text`` (Qwen3 ``<tool_call>`` text).
+        max_steps: Agent turns (LLM calls) per episode before ``max_steps`` termination.
+        temperature: Agent sampling temperature (None = endpoint default).
+        user_temperature: Simulated user temperature.
+        max_tokens: Agent max tokens per turn (None = endpoint default).
+        system_prompt: Replaces the rendered agent system prompt when set.
+    """
+
+    mode: Literal["task", "user"] = "task"
+    agent_mode: Literal["fc", "text"] = "fc"
+    max_steps: int = Field(default=30, ge=1, le=1000)
+    temperature: Optional[float] = None
+    user_temperature: Optional[float] = 0.7
+    max_tokens: Optional[int] = None
+    system_prompt: Optional[str] = None
+
+
+@dataclass
+class EpisodeTask:
+    """One episode to run: which task, which sample, and what the env/reward need.
+
+    ``payload`` is opaque to the engine; the env factory and the reward hook read it
+    (for EnvScaler scenarios it is a :class:`~envscaler_core.rollout.sandbox.ScenarioPayload`).
+    """
+
+    id: str
+    scenario_id: str
+    env_id: str
+    task: str
+    sample: int = 0
+    seed: Optional[int] = None
+    env_introduction: str = ""
+    payload: Any = None
+
+
+@dataclass
+class StepOutcome:
+    """What the environment reports for one tool call."""
+
+    observation: dict[str, Any]
+    error_type: Optional[str] = None
+    state_diff: list[dict[str, Any]] = field(default_factory=list)
+    state_hash: str = ""
+    duration_ms: float = 0.0
+
+
+class ToolEnv(Protocol):
+    """An environment instance the agent talks to (one per episode)."""
+
+    tools: list[dict[str, Any]]
+
+    async def call(self, name: str, arguments: Any) -> StepOutcome: ...
+
+    async def snapshot(self) -> dict[str, Any]: ...
+
+    async def close(self) -> None: ...
+
+
+class EnvFactory(Protocol):
+    """Opens a fresh :class:`ToolEnv` for an episode."""
+
+    async def open(self, task: EpisodeTask) -> ToolEnv: ...
+
+
+@dataclass
+class EpisodeOutcome:
+    """What a reward hook sees once the episode has ended."""
+
+    task: EpisodeTask
+    initial_state: dict[str, Any]
+    final_state: dict[str, Any]
+    steps: list[StepRecord]
+    termination: str
+
+
+@dataclass
+class RewardResult:
+    """A reward breakdown plus flags the hook raises (e.g. ``checker_error``)."""
+
+    reward: RewardBreakdown
+    flags: list[str] = field(default_factory=list)
+
+
+class RewardHook(Protocol):
+    """Scores a finished episode."""
+
+    async def __call__(self, outcome: EpisodeOutcome) -> RewardResult: ...

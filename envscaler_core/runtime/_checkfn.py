@@ -1,0 +1,70 @@
+"""Worker-side execution of one checker function (runs in the sandbox)."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Optional
+
+from ._executor import CHECK_FILE, SoftTimeout, deadline, exec_source, short_traceback
+from .state import UnserializableError, state_hash
+
+
+def _hash(value: Any) -> Optional[str]:
+    try:
+        return state_hash(value)
+    except UnserializableError:
+        return None
+
+
+def _find(namespace: dict) -> Optional[Callable]:
+    func = namespace.get("check_func")
+    if callable(func):
+        return func
+    funcs = [v for v in namespace.values() if inspect.isfunction(v) and v.__module__ == "envscaler_checker"]
+    return funcs[-1] if len(funcs) == 1 else None
+
+
+def _invoke(func: Callable, final: Any, initial: Any) -> Any:
+    try:
+        inspect.signature(func).bind(final, initial)
+    except TypeError:
+        return func(final)
+    except ValueError:
+        pass
+    return func(final, initial)
+
+
+def run_check(req: dict) -> dict:
+    """Runs ``req['source']`` against copies of the states.
+
+    Args:
+        req: {"source", "final_state", "initial_state", "timeout_s"}.
+
+    Returns:
+        {"ok": True, "status": "true"|"false"|"error", "error": str|None}.
+    """
+    final, initial = req["final_state"], req["initial_state"]
+    before = (_hash(final), _hash(initial))
+    namespace = {"__name__": "envscaler_checker", "initial_state": initial}
+    try:
+        with deadline(req["timeout_s"]):
+            error = exec_source(req["source"], CHECK_FILE, namespace)
+            if error:
+                return _result("error", f"checker failed to load: {error['error']}")
+            func = _find(namespace)
+            if func is None:
+                return _result("error", "checker source defines no check_func")
+            result = _invoke(func, final, initial)
+    except SoftTimeout:
+        return _result("error", f"checker did not return within {req['timeout_s']}s")
+    except BaseException as exc:  # noqa: BLE001
+        return _result("error", f"checker raised: {short_traceback(exc, CHECK_FILE)}")
+    if (_hash(final), _hash(initial)) != before:
+        return _result("error", "checker mutated the state")
+    if type(result) is not bool:
+        return _result("error", f"checker returned {type(result).__name__}, expected bool")
+    return _result("true" if result else "false", None)
+
+
+def _result(status: str, error: Optional[str]) -> dict:
+    return {"ok": True, "status": status, "error": error}

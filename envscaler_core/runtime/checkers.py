@@ -1,0 +1,56 @@
+"""Running checker functions in the sandbox."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .models import CheckResult, WorkerError
+from .state import to_jsonable
+
+__all__ = ["run_checkers", "arun_checkers"]
+
+
+def _run_one(pool: Any, index: int, source: str, final: dict, initial: dict, timeout_s: float) -> CheckResult:
+    worker = pool.acquire()
+    req = {"op": "check", "source": source, "final_state": final, "initial_state": initial, "timeout_s": timeout_s}
+    try:
+        resp = worker.request(req, timeout_s + pool.limits.kill_grace_s)
+    except WorkerError as exc:
+        kind = "did not return within" if exc.error_type == "timeout" else "crashed the sandbox:"
+        detail = f"{timeout_s}s (killed)" if exc.error_type == "timeout" else str(exc)
+        return CheckResult(index=index, status="error", error=f"checker {kind} {detail}")
+    finally:
+        pool.release(worker)
+    if not resp.get("ok"):
+        return CheckResult(index=index, status="error", error=resp.get("error", "checker failed"))
+    return CheckResult(index=index, status=resp["status"], error=resp.get("error"))
+
+
+def run_checkers(pool: Any, check_funcs: list[str], final_state: dict, initial_state: dict,
+                 timeout_s: float = 2.0) -> list[CheckResult]:
+    """Runs each checker source in its own fresh sandbox process.
+
+    Each source defines ``check_func(final_state, initial_state=None)`` or the
+    one-argument form that reads the global ``initial_state``. It gets copies
+    of both states and must return a bool without mutating them.
+
+    Args:
+        pool: A :class:`WorkerPool`.
+        check_funcs: Checker sources.
+        final_state: State after the episode.
+        initial_state: State before the episode.
+        timeout_s: Per-checker wall-clock budget.
+
+    Returns:
+        One :class:`CheckResult` per checker, in order; never a silent failure.
+    """
+    final, initial = to_jsonable(final_state), to_jsonable(initial_state)
+    return [_run_one(pool, i, src, final, initial, timeout_s) for i, src in enumerate(check_funcs)]
+
+
+async def arun_checkers(pool: Any, check_funcs: list[str], final_state: dict, initial_state: dict,
+                        timeout_s: float = 2.0) -> list[CheckResult]:
+    """Async wrapper of :func:`run_checkers`."""
+    import asyncio
+
+    return await asyncio.to_thread(run_checkers, pool, check_funcs, final_state, initial_state, timeout_s)

@@ -1,0 +1,103 @@
+"""A thread-safe pool of warm sandbox workers.
+
+Isolation policy: a worker runs one session at a time, and every session
+(also every checker and schema computation) runs in a freshly forked process
+that exits when the session ends, so no Python state survives between them.
+The working directory is wiped between sessions.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from typing import Any, Optional
+
+from .models import SandboxLimits, WorkerError
+from .worker import Worker
+
+__all__ = ["WorkerPool"]
+
+log = logging.getLogger(__name__)
+
+
+class WorkerPool:
+    """``size`` warm workers shared by many sessions.
+
+    Args:
+        size: Number of worker processes (max concurrent sessions).
+        limits: Sandbox limits; defaults to :class:`SandboxLimits()`.
+
+    Processes start in the constructor (never at import time). Use as a
+    context manager or call :meth:`close`.
+    """
+
+    def __init__(self, size: int = 4, limits: Optional[SandboxLimits] = None) -> None:
+        if size < 1:
+            raise ValueError("size must be >= 1")
+        self.size = size
+        self.limits = limits or SandboxLimits()
+        self._idle: "queue.Queue[Worker]" = queue.Queue()
+        self._lock = threading.Lock()
+        self._closed = False
+        for _ in range(size):
+            self._idle.put(Worker(self.limits))
+
+    def acquire(self, timeout: Optional[float] = None) -> Worker:
+        """Takes an idle worker (blocking), replacing it first if it died.
+
+        Raises:
+            WorkerError: If the pool is closed or none frees up in time.
+        """
+        if self._closed:
+            raise WorkerError("pool is closed", "pool_closed")
+        try:
+            worker = self._idle.get(timeout=timeout)
+        except queue.Empty as exc:
+            raise WorkerError(f"no sandbox worker became free within {timeout}s", "pool_busy") from exc
+        return worker if worker.alive else self.replace(worker)
+
+    def release(self, worker: Worker) -> None:
+        """Returns a worker; dead ones are replaced so the pool keeps its size."""
+        if self._closed:
+            worker.kill()
+            return
+        self._idle.put(worker if worker.alive else self.replace(worker))
+
+    def replace(self, worker: Worker) -> Worker:
+        """Kills ``worker`` and starts a fresh one in its place."""
+        worker.kill()
+        return Worker(self.limits)
+
+    def open_session(self, code: str, class_name: str, **kwargs: Any):
+        """Opens an :class:`EnvSession` (see its arguments)."""
+        from .session import EnvSession
+
+        return EnvSession(self, code, class_name, **kwargs)
+
+    async def aopen_session(self, code: str, class_name: str, **kwargs: Any):
+        """Async wrapper of :meth:`open_session`."""
+        import asyncio
+
+        return await asyncio.to_thread(self.open_session, code, class_name, **kwargs)
+
+    def compute_schemas(self, code: str, class_name: str) -> list[dict]:
+        """OpenAI tool schemas of ``class_name`` in ``code`` (see :func:`compute_schemas`)."""
+        from .session import compute_schemas
+
+        return compute_schemas(self, code, class_name)
+
+    def close(self) -> None:
+        """Kills idle workers; workers in use are killed when released."""
+        self._closed = True
+        while True:
+            try:
+                self._idle.get_nowait().kill()
+            except queue.Empty:
+                return
+
+    def __enter__(self) -> "WorkerPool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

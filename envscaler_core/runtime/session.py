@@ -1,0 +1,246 @@
+"""One environment session hosted in a sandbox worker.
+
+The parent keeps the last good snapshot (kept in sync by applying the
+JSON-Patch diffs the worker reports). If the worker times out or dies, the
+session is re-created in a fresh worker from that snapshot and the caller
+gets a ``timeout`` / ``worker_crashed`` observation; nothing ever hangs.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import threading
+import time
+from typing import Any, Optional
+
+from .models import CallResult, EnvLoadError, WorkerError
+from .state import apply_diff, state_hash, to_jsonable
+
+__all__ = ["EnvSession", "compute_schemas", "parse_arguments"]
+
+log = logging.getLogger(__name__)
+
+
+def _error_obs(error_type: str, error: str) -> dict:
+    return {"success": False, "error_type": error_type, "error": error}
+
+
+def parse_arguments(arguments: Any) -> tuple[Optional[dict], Optional[dict]]:
+    """Normalises tool-call arguments (dict, JSON text, None).
+
+    Returns:
+        (arguments dict, None) or (None, error observation).
+    """
+    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+        return {}, None
+    if isinstance(arguments, (str, bytes)):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError as exc:
+            return None, _error_obs("malformed_json", f"Arguments are not valid JSON ({exc}). Send a JSON object such as {{\"name\": \"value\"}}.")
+    if not isinstance(arguments, dict):
+        return None, _error_obs("invalid_arguments", f"Arguments must be a JSON object, got {type(arguments).__name__}.")
+    try:
+        return to_jsonable(arguments), None
+    except TypeError as exc:
+        return None, _error_obs("invalid_arguments", f"Arguments are not JSON data: {exc}")
+
+
+def _raise_load(resp: dict) -> None:
+    if not resp.get("ok"):
+        raise EnvLoadError(resp.get("error", "unknown load error"), resp.get("error_type", "load_error"))
+
+
+def compute_schemas(pool: Any, code: str, class_name: str) -> list[dict]:
+    """OpenAI function schemas of the tools of ``class_name`` (computed in a worker).
+
+    Raises:
+        EnvLoadError: For syntax/import errors, a missing class, timeouts.
+    """
+    worker = pool.acquire()
+    try:
+        req = {"op": "load", "code": code, "class_name": class_name, "schemas_only": True}
+        resp = worker.request(req, pool.limits.load_timeout_s + pool.limits.kill_grace_s)
+    except WorkerError as exc:
+        raise EnvLoadError(str(exc), exc.error_type) from exc
+    finally:
+        pool.release(worker)
+    _raise_load(resp)
+    for warning in resp.get("warnings", []):
+        log.warning("tool schema: %s", warning)
+    return resp["tools"]
+
+
+class EnvSession:
+    """A live environment instance in the sandbox (thread-safe).
+
+    Args:
+        pool: The :class:`WorkerPool` to draw a worker from.
+        code: Python source of the environment module.
+        class_name: Name of the environment class in ``code``.
+        init_config: Passed to ``__init__`` when it accepts an argument.
+        initial_state: Attributes injected after construction.
+        seed: Seeds ``random`` in the sandbox before loading.
+
+    Raises:
+        EnvLoadError: If the environment cannot be loaded.
+    """
+
+    def __init__(self, pool: Any, code: str, class_name: str, *, init_config: Optional[dict] = None,
+                 initial_state: Optional[dict] = None, seed: Optional[int] = None) -> None:
+        self._pool, self._code, self._class_name = pool, code, class_name
+        self._init_config, self._seed = to_jsonable(init_config or {}), seed
+        self._lock = threading.RLock()
+        self._worker: Any = None
+        self._state: dict = {}
+        self._hash = ""
+        self.tools: list[dict] = []
+        self.warnings: list[str] = []
+        self._open(to_jsonable(initial_state or {}), fresh_worker=False)
+
+    @property
+    def tool_names(self) -> list[str]:
+        """Tool names in definition order."""
+        return [t["function"]["name"] for t in self.tools]
+
+    def _open(self, state: dict, fresh_worker: bool) -> None:
+        limits = self._pool.limits
+        fresh = fresh_worker and self._worker is not None
+        worker = self._pool.replace(self._worker) if fresh else self._pool.acquire()
+        self._worker = None
+        req = {"op": "load", "code": self._code, "class_name": self._class_name,
+               "init_config": self._init_config, "initial_state": state, "seed": self._seed}
+        try:
+            resp = worker.request(req, limits.load_timeout_s + limits.kill_grace_s)
+        except WorkerError as exc:
+            self._pool.release(worker)
+            raise EnvLoadError(f"loading the environment failed: {exc}", exc.error_type) from exc
+        if not resp.get("ok"):
+            self._pool.release(worker)
+            _raise_load(resp)
+        self._worker = worker
+        self._state, self._hash = resp["state"], resp["state_hash"]
+        self.tools, self.warnings = resp["tools"], resp.get("warnings", [])
+        for warning in self.warnings:
+            log.warning("tool schema: %s", warning)
+
+    def _recover(self) -> Optional[str]:
+        """Re-creates the session in a fresh worker from the last snapshot."""
+        try:
+            self._open(self._state, fresh_worker=True)
+            return None
+        except EnvLoadError as exc:
+            return str(exc)
+
+    def _request(self, msg: dict) -> dict:
+        if self._worker is None:
+            problem = self._recover()
+            if problem:
+                raise WorkerError(f"session could not be restored: {problem}", "worker_crashed")
+        limits = self._pool.limits
+        try:
+            return self._worker.request(msg, limits.call_timeout_s + limits.kill_grace_s)
+        except WorkerError as exc:
+            problem = self._recover()
+            suffix = " The environment state was restored to before the call." if problem is None else f" Restoring the session failed: {problem}"
+            raise WorkerError(f"{exc}.{suffix}", exc.error_type) from exc
+
+    def call(self, tool: str, arguments: Any = None) -> CallResult:
+        """Calls one tool; never raises for bad calls or sandbox failures.
+
+        Args:
+            tool: Tool (method) name.
+            arguments: Dict, JSON object text, or None.
+
+        Returns:
+            A :class:`CallResult`; errors are structured observations.
+        """
+        start = time.perf_counter()
+        with self._lock:
+            args, obs = parse_arguments(arguments)
+            if obs is None and tool not in self.tool_names:
+                obs = _error_obs("unknown_tool", f"Unknown tool {tool!r}. Available tools: {self.tool_names}")
+            if obs is None:
+                obs, etype, diff = self._remote_call(tool, args)
+            else:
+                etype, diff = obs["error_type"], []
+            return CallResult(tool=tool, arguments=arguments, observation=obs,
+                              ok=obs.get("success") is True and etype is None, error_type=etype,
+                              state_diff=diff, state_hash=self._hash,
+                              duration_ms=(time.perf_counter() - start) * 1000)
+
+    def _remote_call(self, tool: str, args: dict) -> tuple[dict, Optional[str], list]:
+        try:
+            resp = self._request({"op": "call", "tool": tool, "arguments": args})
+        except WorkerError as exc:
+            etype = "timeout" if exc.error_type == "timeout" else "worker_crashed"
+            return _error_obs(etype, f"Tool {tool!r} failed: {exc}"), etype, []
+        diff = resp.get("state_diff") or []
+        try:
+            apply_diff(self._state, diff, in_place=True)
+        except Exception:  # noqa: BLE001 - resync from the worker
+            self._state = self._request({"op": "snapshot"})["state"]
+        self._hash = resp["state_hash"]
+        return resp["observation"], resp.get("error_type"), diff
+
+    def snapshot(self) -> dict:
+        """The current state (public attributes, JSON-shaped), from the worker."""
+        with self._lock:
+            try:
+                resp = self._request({"op": "snapshot"})
+                self._state, self._hash = resp["state"], resp["state_hash"]
+            except WorkerError as exc:
+                log.warning("snapshot fell back to the parent copy: %s", exc)
+            return copy.deepcopy(self._state)
+
+    def restore(self, state: dict) -> str:
+        """Replaces the whole state; returns the new state hash."""
+        with self._lock:
+            state = to_jsonable(state)
+            resp = self._request({"op": "restore", "state": state})
+            if not resp.get("ok"):
+                raise ValueError(resp.get("error"))
+            self._state, self._hash = state, resp["state_hash"]
+            return self._hash
+
+    def state_hash(self) -> str:
+        """sha256 of the canonical JSON of the current state."""
+        return self._hash
+
+    def close(self) -> None:
+        """Ends the session (its sandbox process exits) and frees the worker."""
+        with self._lock:
+            worker, self._worker = self._worker, None
+            if worker is None:
+                return
+            try:
+                worker.request({"op": "close"}, self._pool.limits.kill_grace_s + 1.0)
+            except WorkerError:
+                pass
+            self._pool.release(worker)
+
+    async def acall(self, tool: str, arguments: Any = None) -> CallResult:
+        """Async wrapper of :meth:`call`."""
+        import asyncio
+
+        return await asyncio.to_thread(self.call, tool, arguments)
+
+    async def asnapshot(self) -> dict:
+        """Async wrapper of :meth:`snapshot`."""
+        import asyncio
+
+        return await asyncio.to_thread(self.snapshot)
+
+    async def aclose(self) -> None:
+        """Async wrapper of :meth:`close`."""
+        import asyncio
+
+        await asyncio.to_thread(self.close)
+
+    def __enter__(self) -> "EnvSession":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,58 @@
+"""Typed configuration of the scen_generator stage and the names of its files in a run dir."""
+from __future__ import annotations
+
+from typing import Literal
+
+from envscaler_core.config import StageConfig
+
+SECTION = "scen_generator"
+STEP_FILES = {
+    "states": "scen_states.jsonl",
+    "tasks": "scen_tasks.jsonl",
+    "checkers": "scen_checked.jsonl",
+    "validate": "scenarios.jsonl",
+}
+# Each step consumes the records the previous step left with this status.
+STEP_INPUT_STATUS = {"tasks": "state", "checkers": "task", "validate": "checked"}
+
+
+class ScenGeneratorConfig(StageConfig):
+    """Knobs of every step (defaults follow the original where it has one).
+
+    Attributes:
+        per_env: Initial states (hence scenarios) per environment (original: 50).
+        state_attempts: LLM samples per state slot before the slot is given up.
+        state_temperature / task_temperature / code_temperature: Sampling temperatures.
+        dedup_threshold: Leaf-value Jaccard similarity at which a state is a near-duplicate.
+        task_min_words: Minimum task length (original: 50 words).
+        task_attempts: Samples per task before the state is dropped.
+        max_checklist_items: Checklist items kept (extra ones are cut).
+        checker_attempts: Samples per checker before a ``def check_func`` is found.
+        reference_samples: Fresh reference solutions drawn at first (best-of-N).
+        repair_rounds: Rounds of error-driven repair in ``validate``.
+        repair_strategy: ``feedback`` (show the failure), ``fresh`` (new sample) or ``both``.
+        null_reward_bound: Highest reward a do-nothing agent may get.
+        max_mutants: Cap on mutants run per scenario.
+        arg_mutants_must_fail: Require changed-argument mutants to score below 1 too.
+        checker_timeout_s: Wall-clock budget of one checker run.
+        sandbox_workers: Sandbox worker processes.
+    """
+
+    per_env: int = 50
+    state_attempts: int = 3
+    state_temperature: float = 0.7
+    task_temperature: float = 0.7
+    code_temperature: float = 0.2
+    dedup_threshold: float = 0.9
+    task_min_words: int = 50
+    task_attempts: int = 3
+    max_checklist_items: int = 8
+    checker_attempts: int = 2
+    reference_samples: int = 2
+    repair_rounds: int = 2
+    repair_strategy: Literal["feedback", "fresh", "both"] = "both"
+    null_reward_bound: float = 0.0
+    max_mutants: int = 12
+    arg_mutants_must_fail: bool = True
+    checker_timeout_s: float = 2.0
+    sandbox_workers: int = 2

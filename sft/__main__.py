@@ -1,0 +1,16 @@
+"""``python -m sft``: export trajectories to LlamaFactory datasets and run training."""
+from envscaler_core.cli import run_cli
+
+COMMANDS = {
+    "export": ("sft.export", "trajectories.jsonl -> LlamaFactory dataset (sharegpt | alpaca)"),
+    "tiny-model": ("sft.tiny_model", "build a tiny random model from a shipped GGUF (smoke tests)"),
+    "train": ("sft.train", "run LlamaFactory SFT in-process (needs `make setup-train`)"),
+}
+
+
+def main() -> int:
+    return run_cli("sft", __doc__, COMMANDS)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

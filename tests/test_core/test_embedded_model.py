@@ -1,0 +1,75 @@
+"""The real embedded model behind the real client (marked: slow, but CI runs it)."""
+import asyncio
+import json
+
+import pytest
+from pydantic import BaseModel
+
+from envscaler_core.llm.client import LLMClient
+from envscaler_core.llm.config import LLMConfig
+from envscaler_core.llm.embedded import start_server
+
+pytestmark = pytest.mark.embedded
+
+TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "description": "Current weather of a city",
+     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+    {"type": "function", "function": {"name": "add", "description": "Add two numbers",
+     "parameters": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                    "required": ["a", "b"]}}},
+]
+
+
+class Capital(BaseModel):
+    country: str
+    capital: str
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = start_server()
+    yield srv
+    srv.stop()
+    assert srv.process.poll() is not None  # stopped cleanly
+
+
+def test_embedded_answers_a_required_tool_call(server):
+    client = LLMClient(LLMConfig(base_url=server.base_url, model="embedded", temperature=0,
+                                 max_tokens=128, cache=False, llama_cpp=True))
+    result = asyncio.run(client.chat(
+        [{"role": "user", "content": "What is the weather in Berlin right now?"}],
+        tools=TOOLS, tool_choice="required"))
+    call = result.tool_calls[0]["function"]
+    assert call["name"] == "get_weather"
+    assert "berlin" in json.loads(call["arguments"])["city"].lower()
+    assert client.meter.total().completion_tokens > 0
+
+
+def test_embedded_structured_output(server):
+    client = LLMClient(LLMConfig(base_url=server.base_url, model="embedded", temperature=0,
+                                 max_tokens=64, cache=False))
+    answer = asyncio.run(client.structured(
+        [{"role": "user", "content": "Give the capital of France as JSON."}], Capital))
+    assert answer.capital.lower() == "paris"
+
+
+def test_serve_command_starts_and_stops_cleanly():
+    import signal
+    import subprocess
+    import sys
+    import urllib.request
+
+    from envscaler_core.llm.embedded import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "envscaler_core.llm", "serve", "--port", str(port)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        lines = [proc.stdout.readline() for _ in range(2)]
+        assert f"OPENAI_BASE_URL=http://127.0.0.1:{port}/v1" in "".join(lines)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=10) as resp:
+            assert resp.status == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and "stopped" in out

@@ -1,0 +1,171 @@
+"""Hostile environment code: every attack is contained and the caller continues."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+
+import pytest
+
+from envscaler_core.runtime import EnvLoadError
+
+from .conftest import hostile
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def _attack(pool, body, imports="", arg=""):
+    """Opens a Hostile session, pings, attacks, then checks it still works."""
+    session = pool.open_session(hostile(body, imports), "Hostile")
+    try:
+        assert session.call("ping").observation["data"] == 1
+        result = session.call("attack", {"arg": arg})
+        after = session.call("ping")
+        assert after.ok, after.observation
+        assert after.observation["data"] == 2  # state before the attack survived
+        return result
+    finally:
+        session.close()
+
+
+def _assert_error(result, error_type, *needles):
+    assert not result.ok
+    assert result.error_type == error_type, result.observation
+    assert result.observation["success"] is False
+    assert result.state_diff == []
+    for needle in needles:
+        assert needle in result.observation["error"], result.observation["error"]
+
+
+def test_infinite_loop_in_method(sandbox_pool):
+    _assert_error(_attack(sandbox_pool, "while True:\n    pass"), "timeout", "did not finish")
+
+
+def test_infinite_loop_swallowing_interrupts_is_killed(sandbox_pool):
+    body = "n = 0\nwhile True:\n    try:\n        while True:\n            n += 1\n    except BaseException:\n        n = 0"
+    _assert_error(_attack(sandbox_pool, body), "timeout", "killed")
+
+
+@pytest.mark.parametrize("where", ["init", "module", "class_body"])
+def test_infinite_loop_while_loading(sandbox_pool, where):
+    src = hostile("return {}")
+    if where == "init":
+        src = src.replace("self.counter = 0", "self.counter = 0\n        while True: pass")
+    elif where == "module":
+        src = "while True: pass\n" + src
+    else:
+        src = src.replace("class Hostile:", "class Hostile:\n    while True: pass")
+    with pytest.raises(EnvLoadError) as info:
+        sandbox_pool.open_session(src, "Hostile")
+    assert info.value.error_type == "timeout"
+    _attack(sandbox_pool, "return {'success': True}")  # pool still serves sessions
+
+
+def test_memory_bomb(sandbox_pool):
+    result = _attack(sandbox_pool, "blocks = []\nwhile True:\n    blocks.append(bytearray(50 << 20))")
+    assert result.error_type in ("tool_exception", "worker_crashed"), result.observation
+    assert "MemoryError" in result.observation["error"] or result.error_type == "worker_crashed"
+
+
+def test_fork_bomb(sandbox_pool):
+    result = _attack(sandbox_pool, "while True:\n    os.fork()", imports="import os")
+    _assert_error(result, "tool_exception", "os.fork is not allowed")
+
+
+def test_os_system(sandbox_pool):
+    marker = f"/tmp/pwned-{uuid.uuid4().hex}"
+    result = _attack(sandbox_pool, f"os.system('touch {marker}')\nreturn {{}}", imports="import os")
+    _assert_error(result, "tool_exception", "os.system is not allowed")
+    assert not os.path.exists(marker)
+
+
+def test_subprocess_run(sandbox_pool):
+    result = _attack(sandbox_pool, "return {'out': subprocess.run(['id'], capture_output=True).stdout}",
+                     imports="import subprocess")
+    _assert_error(result, "tool_exception", "not allowed")
+
+
+def test_environment_has_no_secrets(sandbox_pool, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret")
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "tok")
+    session = sandbox_pool.open_session(hostile("return {'success': True, 'data': dict(os.environ)}",
+                                                imports="import os"), "Hostile")
+    try:
+        env = session.call("attack").observation["data"]
+    finally:
+        session.close()
+    assert "OPENAI_API_KEY" not in env and "MY_SERVICE_TOKEN" not in env
+    assert not [k for k in env if any(s in k.upper() for s in ("KEY", "TOKEN", "SECRET", "OPENAI"))]
+    assert "sk-test-secret" not in str(env)
+
+
+def test_write_outside_workdir(sandbox_pool):
+    target = f"/tmp/pwned-{uuid.uuid4().hex}"
+    body = f"open({target!r}, 'w').write('x')\nreturn {{'success': True}}"
+    _assert_error(_attack(sandbox_pool, body), "tool_exception", "outside the working directory")
+    assert not os.path.exists(target)
+
+
+def test_write_inside_workdir_is_allowed(sandbox_pool):
+    body = "open('notes.txt', 'w').write('hi')\nreturn {'success': True, 'data': open('notes.txt').read()}"
+    session = sandbox_pool.open_session(hostile(body), "Hostile")
+    try:
+        assert session.call("attack").observation["data"] == "hi"
+    finally:
+        session.close()
+
+
+def test_socket_connect_blocked():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.settimeout(0.3)
+    port = listener.getsockname()[1]
+    body = f"s = socket.create_connection(('127.0.0.1', {port}), timeout=1)\ns.sendall(b'hi')\nreturn {{}}"
+    from envscaler_core.runtime import WorkerPool
+
+    from .conftest import FAST_LIMITS
+
+    with WorkerPool(1, FAST_LIMITS) as pool:
+        _assert_error(_attack(pool, body, imports="import socket"), "tool_exception", "not allowed")
+    with pytest.raises(socket.timeout):
+        listener.accept()
+    listener.close()
+
+
+def test_sys_exit(sandbox_pool):
+    result = _attack(sandbox_pool, "sys.exit(3)", imports="import sys")
+    _assert_error(result, "tool_exception", "sys.exit(3)")
+
+
+def test_os_exit(sandbox_pool):
+    result = _attack(sandbox_pool, "os._exit(0)", imports="import os")
+    _assert_error(result, "worker_crashed", "exited with status 0", "restored")
+
+
+def test_deep_recursion(sandbox_pool):
+    body = "def down(n):\n    return down(n + 1)\nreturn down(0)"
+    _assert_error(_attack(sandbox_pool, body), "tool_exception", "RecursionError")
+
+
+def test_huge_return_value(sandbox_pool):
+    body = "return {'success': True, 'data': 'x' * (100 * 1024 * 1024)}"
+    _assert_error(_attack(sandbox_pool, body), "result_too_large", "limit")
+
+
+@pytest.mark.parametrize("value", ["lambda: 1", "object()"])
+def test_unserializable_return(sandbox_pool, value):
+    _assert_error(_attack(sandbox_pool, f"return {{'success': True, 'data': {value}}}"),
+                  "unserializable_result", "not JSON serializable")
+
+
+def test_unserializable_state_is_rolled_back(sandbox_pool):
+    body = "self.counter = object()\nreturn {'success': True}"
+    _assert_error(_attack(sandbox_pool, body), "unserializable_result", "state")
+
+
+def test_exception_traceback_is_short(sandbox_pool):
+    result = _attack(sandbox_pool, "raise ValueError('boom')")
+    _assert_error(result, "tool_exception", "ValueError: boom", "<env>")
+    assert "envscaler_core" not in result.observation["error"]

@@ -1,0 +1,86 @@
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from envscaler_core.artifacts import EnvSpec, Scenario, SourceTask, Trajectory
+from envscaler_core.store import ArtifactError, JsonlStore, read_json, write_json_atomic
+
+
+def test_round_trip_every_artifact(tmp_path):
+    records = {
+        SourceTask: SourceTask(id="t1", task="Cancel order 7", source="seed"),
+        EnvSpec: EnvSpec(id="env_1", env_class_name="X", env_class_code="class X: pass"),
+        Scenario: Scenario(id="s1", env_id="env_1", init_config={"a": {"b": 1}}, task="do"),
+        Trajectory: Trajectory(id="s1#0", scenario_id="s1", env_id="env_1",
+                               messages=[{"role": "user", "content": "hi"}]),
+    }
+    for model, record in records.items():
+        store = JsonlStore(tmp_path / f"{model.__name__}.jsonl", model)
+        store.append(record)
+        assert store.read_all() == [record]
+    assert records[EnvSpec].env_id == "env_1" and records[Scenario].task_id == "s1"
+
+
+def test_bad_line_names_file_line_and_error(tmp_path):
+    path = tmp_path / "tasks.jsonl"
+    good = SourceTask(id="a", task="x").model_dump_json()
+    path.write_text(good + "\n" + '{"id": "b"}\n' + good + "\n")
+    with pytest.raises(ArtifactError) as err:
+        JsonlStore(path, SourceTask).read_all()
+    assert f"{path}:2:" in str(err.value) and "task" in str(err.value)
+    path.write_text(good + "\n{not json\n" + good + "\n")
+    with pytest.raises(ArtifactError, match=":2: not valid JSON"):
+        JsonlStore(path, SourceTask).read_all()
+
+
+def test_torn_tail_from_a_crash_is_skipped_and_repaired(tmp_path):
+    path = tmp_path / "tasks.jsonl"
+    store = JsonlStore(path, SourceTask)
+    store.append(SourceTask(id="a", task="x"))
+    with path.open("a") as fh:  # what a process killed mid-write leaves behind
+        fh.write('{"id": "b", "task": "hal')
+    assert [r.id for r in store.read()] == ["a"]
+    store.append(SourceTask(id="c", task="z"))
+    assert [r.id for r in store.read()] == ["a", "c"]
+    assert path.read_text().count("\n") == 2
+
+
+def test_writer_killed_mid_run_never_breaks_the_reader(tmp_path):
+    path = tmp_path / "tasks.jsonl"
+    script = textwrap.dedent(f"""
+        import os, signal
+        from envscaler_core.artifacts import SourceTask
+        from envscaler_core.store import JsonlStore
+        store = JsonlStore({str(path)!r}, SourceTask)
+        for i in range(100000):
+            store.append(SourceTask(id=str(i), task="x" * 2000))
+            if i == 50:
+                os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=os.getcwd())
+    assert proc.returncode == -9
+    records = JsonlStore(path, SourceTask).read_all()
+    assert [r.id for r in records] == [str(i) for i in range(51)]
+
+
+def test_resume_helpers_by_id(tmp_path):
+    store = JsonlStore(tmp_path / "x.jsonl", SourceTask)
+    for i in range(3):
+        store.append(SourceTask(id=f"t{i}", task="x"))
+    store.append(SourceTask(id="t1", task="newer"))
+    assert store.ids() == {"t0", "t1", "t2"}
+    assert store.by_id()["t1"].task == "newer"
+
+
+def test_atomic_json_write(tmp_path):
+    path = tmp_path / "m" / "manifest.json"
+    write_json_atomic(path, {"a": 1})
+    assert read_json(path) == {"a": 1}
+    assert [p.name for p in path.parent.iterdir()] == ["manifest.json"]
+    path.write_text("{broken")
+    with pytest.raises(ArtifactError, match="manifest.json:1"):
+        read_json(path)
