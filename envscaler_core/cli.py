@@ -23,6 +23,8 @@ def _configure_logging(verbose: bool) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         datefmt="%H:%M:%S",
     )
+    for noisy in ("httpx", "httpx2", "openai", "httpcore"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def run_cli(

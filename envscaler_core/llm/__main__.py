@@ -3,6 +3,7 @@ from envscaler_core.cli import run_cli
 
 COMMANDS = {
     "serve": ("envscaler_core.llm.serve_cmd", "start the embedded llama.cpp server on 127.0.0.1"),
+    "check": ("envscaler_core.llm.check_cmd", "one structured call and one tool call against the endpoint"),
     "models": ("envscaler_core.llm.models_cmd", "list embedded models and whether they are installed"),
 }
 

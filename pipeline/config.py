@@ -1,0 +1,45 @@
+"""The orchestrator's config: which stage commands to run, with which placeholders."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from envscaler_core.cli import UserError
+
+
+class Step(BaseModel):
+    """One stage invocation: ``python -m <module> <args...>`` with ``{out}``-style placeholders."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    module: str
+    args: list[str] = Field(default_factory=list)
+    allow_failure: bool = False
+    only_if_exists: Optional[str] = None
+    """Skip the step (and say so) unless this artifact exists and is not empty."""
+
+
+class PipelineConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    out: Path = Path("runs/demo")
+    tasks: Path = Path("skel_builder/data/seed_tasks.jsonl")
+    limit: int = 2
+    fallback_envs: Optional[Path] = None
+    """Bundled, proven environment used downstream when no synthesized one is accepted."""
+    fallback_scenarios: Optional[Path] = None
+    steps: list[Step] = Field(default_factory=list)
+
+
+def load_pipeline_config(path: Path, overrides: dict) -> PipelineConfig:
+    if not path.exists():
+        raise UserError(f"config file not found: {path}")
+    data = yaml.safe_load(path.read_text()) or {}
+    section = dict(data.get("pipeline", {}))
+    section.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return PipelineConfig(**section)
+    except Exception as exc:  # pydantic's message is the useful part
+        raise UserError(f"{path}: invalid pipeline section: {exc}") from None
