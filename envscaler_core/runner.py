@@ -90,7 +90,7 @@ async def process_items(ctx: StageContext, items: Iterable[tuple[str, Any]], wor
     if ctx.config.executor == "ray":
         from envscaler_core.ray_executor import run_on_ray
 
-        outcomes = run_on_ray(todo, work, ctx.config.ray_address, desc or ctx.name)
+        outcomes = run_on_ray(todo, work, ctx.config.ray_address, desc or ctx.name, ctx.meter)
         for item_id, result, error in outcomes:
             _record(ctx, store, stats, item_id, result, error)
         return stats

@@ -37,6 +37,12 @@ class ResponseCache:
             self._local.conn = conn
         return conn
 
+    def __getstate__(self) -> dict:
+        return {"path": self.path}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["path"])
+
     def get(self, key: str) -> Optional[dict[str, Any]]:
         row = self._conn().execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else None

@@ -89,6 +89,10 @@ def ensure_embedded_server() -> EmbeddedServer:
     """The process-wide embedded server, started on first use and stopped at exit."""
     global _server
     with _lock:
+        if _server is None and os.environ.get("ENVSCALER_EMBEDDED_URL"):
+            # a parent process already runs it (orchestrator, Ray driver): attach, never start another
+            _server = EmbeddedServer(os.environ["ENVSCALER_EMBEDDED_URL"], "",
+                                     os.environ.get("ENVSCALER_EMBEDDED_SHA256", "attached"))
         if _server is None:
             _server = start_server()
             os.environ["ENVSCALER_EMBEDDED_URL"] = _server.base_url
