@@ -99,6 +99,7 @@ class ScriptedServer:
     # ----------------------------------------------------------------- lifecycle
     def __enter__(self) -> "ScriptedServer":
         handler = _make_handler(self)
+        ThreadingHTTPServer.request_queue_size = 256
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
         threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
@@ -188,6 +189,7 @@ def _stream_chunks(body: dict[str, Any]) -> Iterable[dict[str, Any]]:
 def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body go out as two writes
 
         def log_message(self, *args: Any) -> None:  # keep test output clean
             pass
