@@ -23,7 +23,7 @@ from typing import Any, Optional
 from pydantic import ValidationError
 
 from .schema import ToolSpec, build_tools, format_validation_error
-from .state import UnserializableError, state_hash, to_jsonable
+from .state import UnserializableError, diff_jsonable, hash_jsonable, to_jsonable
 
 ENV_FILE, CHECK_FILE, MODULE_NAME = "<env>", "<checker>", "envscaler_env"
 
@@ -129,7 +129,7 @@ class Executor:
         self.last_hash = ""
 
     def _commit(self, state: dict) -> None:
-        self.last, self.last_hash = state, state_hash(state)
+        self.last, self.last_hash = state, hash_jsonable(state)
 
     def load(self, req: dict) -> dict:
         """Executes the module, builds tools, constructs and seeds the instance."""
@@ -211,20 +211,35 @@ class Executor:
         except UnserializableError as exc:
             return self._observe("unserializable_result", f"Tool {name!r} returned a value that is not JSON serializable: {exc}")
         obs = value if isinstance(value, dict) else {"success": True, "data": value}
-        size = len(json.dumps(obs, ensure_ascii=False))
-        if size > self.limits["max_result_bytes"]:
-            return self._observe("result_too_large", f"Tool {name!r} returned {size} bytes; the limit is {self.limits['max_result_bytes']}.")
+        cap = self.limits["max_result_bytes"]
+        if _rough_size(obs, cap) > cap or len(json.dumps(obs, ensure_ascii=False)) > cap:
+            return self._observe("result_too_large", f"Tool {name!r} returned more than {cap} bytes of JSON (the limit); return less data, e.g. filter or paginate.")
         try:
             after = snapshot_of(self.instance)
         except UnserializableError as exc:
             return self._observe("unserializable_result", f"Tool {name!r} left the state not JSON serializable: {exc}")
         before, before_hash = self.last, self.last_hash
         self._commit(after)
-        diff = [] if self.last_hash == before_hash else _patch(before, after)
+        diff = [] if self.last_hash == before_hash else diff_jsonable(before, after)
+        if diff and _rough_size(diff, self.limits["max_frame_bytes"] // 4) > self.limits["max_frame_bytes"] // 4:
+            self.last, self.last_hash = before, before_hash
+            return self._observe("result_too_large", f"Tool {name!r} changed the state by too much data at once.")
         return {"ok": True, "observation": obs, "error_type": None, "state_diff": diff, "state_hash": self.last_hash}
 
 
-def _patch(before: dict, after: dict) -> list:
-    import jsonpatch
-
-    return list(jsonpatch.make_patch(before, after).patch)
+def _rough_size(value: Any, cap: int) -> int:
+    """Lower-bound estimate of the JSON size, stopping once above ``cap``."""
+    total, stack = 0, [value]
+    while stack and total <= cap:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item) + 2
+        elif isinstance(item, dict):
+            total += 2 + sum(len(k) + 4 for k in item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            total += 2 + len(item)
+            stack.extend(item)
+        else:
+            total += 4
+    return total

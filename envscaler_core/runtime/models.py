@@ -39,6 +39,7 @@ class SandboxLimits(BaseModel):
         kill_grace_s: Extra time after a soft (in-process) timeout before the
             parent kills the worker process group.
         spawn_timeout_s: Budget for a new worker to report ready.
+        acquire_timeout_s: How long a new session waits for a free worker.
         memory_bytes: RLIMIT_AS of the session process.
         cpu_seconds: RLIMIT_CPU of the session process (whole session).
         file_size_bytes: RLIMIT_FSIZE (largest file the session may write).
@@ -54,6 +55,7 @@ class SandboxLimits(BaseModel):
     load_timeout_s: float = 10.0
     kill_grace_s: float = 1.0
     spawn_timeout_s: float = 30.0
+    acquire_timeout_s: float = 300.0
     memory_bytes: int = 1 << 30
     cpu_seconds: int = 120
     file_size_bytes: int = 16 << 20

@@ -8,9 +8,11 @@ The working directory is wiped between sessions.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import queue
 import threading
+import weakref
 from typing import Any, Optional
 
 from .models import SandboxLimits, WorkerError
@@ -19,6 +21,13 @@ from .worker import Worker
 __all__ = ["WorkerPool"]
 
 log = logging.getLogger(__name__)
+_POOLS: "weakref.WeakSet[WorkerPool]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for pool in list(_POOLS):
+        pool.close()
 
 
 class WorkerPool:
@@ -42,13 +51,18 @@ class WorkerPool:
         self._closed = False
         for _ in range(size):
             self._idle.put(Worker(self.limits))
+        _POOLS.add(self)
 
     def acquire(self, timeout: Optional[float] = None) -> Worker:
         """Takes an idle worker (blocking), replacing it first if it died.
 
+        Args:
+            timeout: Seconds to wait; defaults to ``limits.acquire_timeout_s``.
+
         Raises:
             WorkerError: If the pool is closed or none frees up in time.
         """
+        timeout = self.limits.acquire_timeout_s if timeout is None else timeout
         if self._closed:
             raise WorkerError("pool is closed", "pool_closed")
         try:

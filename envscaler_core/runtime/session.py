@@ -179,7 +179,7 @@ class EnvSession:
             return _error_obs(etype, f"Tool {tool!r} failed: {exc}"), etype, []
         diff = resp.get("state_diff") or []
         try:
-            apply_diff(self._state, diff, in_place=True)
+            apply_diff(self._state, copy.deepcopy(diff), in_place=True)
         except Exception:  # noqa: BLE001 - resync from the worker
             self._state = self._request({"op": "snapshot"})["state"]
         self._hash = resp["state_hash"]
@@ -238,6 +238,13 @@ class EnvSession:
         import asyncio
 
         await asyncio.to_thread(self.close)
+
+    def __del__(self) -> None:  # a forgotten session must not pin a worker
+        try:
+            if getattr(self, "_worker", None) is not None:
+                self.close()
+        except Exception:  # noqa: BLE001
+            pass
 
     def __enter__(self) -> "EnvSession":
         return self

@@ -25,7 +25,9 @@ __all__ = [
     "to_jsonable",
     "canonical_json",
     "state_hash",
+    "hash_jsonable",
     "state_diff",
+    "diff_jsonable",
     "apply_diff",
 ]
 
@@ -63,19 +65,41 @@ def _float(value: float) -> Any:
     return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
 
 
-def _convert(obj: Any, depth: int, seen: set) -> Any:
+def _convert(obj: Any, depth: int) -> Any:
+    kind = type(obj)
+    if kind is str or kind is int or kind is bool or obj is None:
+        return obj
+    if kind is float:
+        return _float(obj)
     if depth > _MAX_DEPTH:
         raise UnserializableError("value is nested too deeply (or cyclic)")
-    if obj is None or isinstance(obj, bool):
-        return obj
+    if kind is dict:
+        out: dict = {}
+        for key, value in obj.items():
+            if type(key) is not str:
+                key = _key(key)
+                if key in out:
+                    raise UnserializableError(f"duplicate key {key!r} after key conversion")
+            out[key] = _convert(value, depth + 1)
+        if len(out) != len(obj):
+            raise UnserializableError("duplicate keys after key conversion")
+        return out
+    if kind is list or kind is tuple:
+        return [_convert(v, depth + 1) for v in obj]
+    return _convert_other(obj, depth)
+
+
+def _convert_other(obj: Any, depth: int) -> Any:
+    if isinstance(obj, bool) or obj is None:
+        return bool(obj) if obj is not None else None
+    if isinstance(obj, enum.Enum):
+        return _convert(obj.value, depth + 1)
     if isinstance(obj, str):
         return obj[:]  # plain str even for str subclasses
     if isinstance(obj, int):
         return int(obj)
     if isinstance(obj, float):
         return _float(float(obj))
-    if isinstance(obj, enum.Enum):
-        return _convert(obj.value, depth + 1, seen)
     if isinstance(obj, (_dt.datetime, _dt.date, _dt.time)):
         return obj.isoformat()
     if isinstance(obj, _dt.timedelta):
@@ -87,35 +111,22 @@ def _convert(obj: Any, depth: int, seen: set) -> Any:
             return obj.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise UnserializableError("bytes value is not valid UTF-8") from exc
-    ident = id(obj)
-    if ident in seen:
-        raise UnserializableError("cyclic reference")
-    seen.add(ident)
-    try:
-        return _convert_container(obj, depth, seen)
-    finally:
-        seen.discard(ident)
+    return _convert_container(obj, depth)
 
 
-def _convert_container(obj: Any, depth: int, seen: set) -> Any:
+def _convert_container(obj: Any, depth: int) -> Any:
     if isinstance(obj, dict):
-        out: dict = {}
-        for key, value in obj.items():
-            skey = _key(key)
-            if skey in out:
-                raise UnserializableError(f"duplicate key {skey!r} after key conversion")
-            out[skey] = _convert(value, depth + 1, seen)
-        return out
+        return _convert(dict(obj), depth)
     if isinstance(obj, (list, tuple)):
-        return [_convert(v, depth + 1, seen) for v in obj]
+        return [_convert(v, depth + 1) for v in obj]
     if isinstance(obj, (set, frozenset)):
-        return _sort_items([_convert(v, depth + 1, seen) for v in obj])
+        return _sort_items([_convert(v, depth + 1) for v in obj])
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
-        return _convert(fields, depth + 1, seen)
+        return _convert(fields, depth + 1)
     dump = getattr(obj, "model_dump", None)
     if callable(dump) and not isinstance(obj, type):
-        return _convert(dump(mode="python"), depth + 1, seen)
+        return _convert(dump(mode="python"), depth + 1)
     raise UnserializableError(f"object of type {type(obj).__name__} is not JSON serializable")
 
 
@@ -137,7 +148,7 @@ def to_jsonable(obj: Any) -> Any:
         UnserializableError: If some value has no canonical representation.
     """
     try:
-        return _convert(obj, 0, set())
+        return _convert(obj, 0)
     except RecursionError as exc:
         raise UnserializableError("value is nested too deeply") from exc
 
@@ -165,11 +176,23 @@ def state_hash(state: Any) -> str:
     Returns:
         64 hex characters, stable across processes and runs.
     """
-    return hashlib.sha256(canonical_json(state).encode("utf-8")).hexdigest()
+    return hash_jsonable(to_jsonable(state))
+
+
+def hash_jsonable(value: Any) -> str:
+    """:func:`state_hash` for a value that is already plain JSON data."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def state_diff(before: Any, after: Any) -> list[dict]:
     """Computes a JSON Patch (RFC 6902) turning ``before`` into ``after``.
+
+    Dicts are compared key by key (fast, C-level equality for unchanged
+    subtrees); differing lists are diffed by ``jsonpatch.make_patch``.
+    Known limitation: a change between ``==``-equal values of different JSON
+    type (``1`` -> ``1.0`` or ``True``) inside an otherwise equal subtree is
+    not reported (state hashes still differ).
 
     Args:
         before: The earlier state.
@@ -178,10 +201,39 @@ def state_diff(before: Any, after: Any) -> list[dict]:
     Returns:
         A list of JSON Patch operations (empty when equal).
     """
-    src, dst = to_jsonable(before), to_jsonable(after)
-    if src == dst:
-        return []
-    return list(jsonpatch.make_patch(src, dst).patch)
+    return diff_jsonable(to_jsonable(before), to_jsonable(after))
+
+
+def diff_jsonable(src: Any, dst: Any) -> list[dict]:
+    """:func:`state_diff` for values that are already plain JSON data."""
+    ops: list[dict] = []
+    _diff(src, dst, "", ops)
+    return ops
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _diff(src: Any, dst: Any, path: str, ops: list) -> None:
+    if type(src) is dict and type(dst) is dict:
+        for key in src:
+            if key not in dst:
+                ops.append({"op": "remove", "path": f"{path}/{_escape(key)}"})
+        for key, value in dst.items():
+            sub = f"{path}/{_escape(key)}"
+            if key not in src:
+                ops.append({"op": "add", "path": sub, "value": value})
+            elif not (type(src[key]) is type(value) and src[key] == value):
+                _diff(src[key], value, sub, ops)
+    elif type(src) is list and type(dst) is list:
+        for op in jsonpatch.make_patch(src, dst).patch:
+            op = dict(op, path=path + op["path"])
+            if "from" in op:
+                op["from"] = path + op["from"]
+            ops.append(op)
+    else:
+        ops.append({"op": "replace", "path": path, "value": dst})
 
 
 def apply_diff(state: Any, diff: list[dict], *, in_place: bool = False) -> Any:

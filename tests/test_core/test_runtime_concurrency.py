@@ -1,0 +1,73 @@
+"""Many sessions at once: thread safety and no leakage between sessions."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from envscaler_core.runtime import InteractiveEnv, WorkerPool
+
+from .conftest import FAST_LIMITS, LIBRARY, hostile
+
+pytestmark = pytest.mark.timeout(60)
+
+LEAKY = hostile(
+    "LEAK.append(arg)\nopen('mine.txt', 'a').write(arg)\n"
+    "return {'success': True, 'data': {'leak': list(LEAK), 'file': open('mine.txt').read(), 'files': os.listdir('.')}}",
+    imports="import os\nLEAK = []",
+)
+
+
+def _episode(pool, n):
+    state = {"books": {f"b{n}": {"book_id": f"b{n}", "title": f"T{n}", "status": "available"}}}
+    with pool.open_session(LIBRARY, "LibrarySystem", initial_state=state) as s:
+        for i in range(5):
+            assert s.call("add_book", {"book_id": f"n{n}-{i}", "title": "x"}).ok
+        assert s.call("checkout_book", {"book_id": f"b{n}"}).ok
+        snap = s.snapshot()
+    assert set(snap["books"]) == {f"b{n}"} | {f"n{n}-{i}" for i in range(5)}
+    return snap
+
+
+def test_parallel_sessions_do_not_leak():
+    with WorkerPool(size=4, limits=FAST_LIMITS) as pool, ThreadPoolExecutor(8) as ex:
+        snaps = list(ex.map(lambda n: _episode(pool, n), range(12)))
+    assert len({str(s) for s in snaps}) == 12
+
+
+def test_module_globals_and_files_do_not_leak_between_sessions():
+    with WorkerPool(size=1, limits=FAST_LIMITS) as pool:  # same worker process every time
+        for secret in ("alpha", "beta"):
+            with pool.open_session(LEAKY, "Hostile") as s:
+                data = s.call("attack", {"arg": secret}).observation["data"]
+            assert data == {"leak": [secret], "file": secret, "files": ["mine.txt"]}
+
+
+def test_async_episodes_in_parallel():
+    async def episode(pool, n):
+        env = InteractiveEnv(pool, LIBRARY, "LibrarySystem")
+        await env.areset(seed=n)
+        obs, *_ = await env.astep({"name": "add_book", "arguments": {"book_id": str(n), "title": "t"}})
+        snap = await asyncio.to_thread(env.snapshot)
+        env.close()
+        return obs["success"], list(snap["books"])
+
+    async def main():
+        with WorkerPool(size=3, limits=FAST_LIMITS) as pool:
+            return await asyncio.gather(*(episode(pool, n) for n in range(6)))
+
+    results = asyncio.run(main())
+    assert results == [(True, [str(n)]) for n in range(6)]
+
+
+def test_hostile_session_does_not_disturb_neighbours():
+    with WorkerPool(size=2, limits=FAST_LIMITS) as pool, ThreadPoolExecutor(2) as ex:
+        bad = pool.open_session(hostile("import os\nos._exit(1)"), "Hostile")
+        good = ex.submit(_episode, pool, 1)
+        res = bad.call("attack")
+        assert res.error_type == "worker_crashed"
+        assert good.result()["books"]["b1"]["status"] == "checked_out"
+        assert bad.call("ping").ok
+        bad.close()

@@ -1,0 +1,150 @@
+"""Canonical JSON, hashing (stable across processes) and JSON-Patch diffs."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import decimal
+import enum
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from envscaler_core.runtime import (
+    UnserializableError,
+    apply_diff,
+    canonical_json,
+    state_diff,
+    state_hash,
+    to_jsonable,
+)
+
+
+class Color(enum.Enum):
+    RED = "red"
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    tags: set
+
+
+def test_to_jsonable_conversions():
+    value = {
+        "set": {"b", "a"}, "mixed": {1, "a"}, "tuple": (1, (2,)), "dt": datetime.datetime(2024, 1, 2, 3, 4, 5),
+        "date": datetime.date(2024, 1, 2), "dec": decimal.Decimal("2.50"), 3: "int key", None: 1,
+        "enum": Color.RED, "dc": Point(1, {2, 1}), "nan": float("nan"), "inf": float("-inf"),
+    }
+    out = to_jsonable(value)
+    assert out["set"] == ["a", "b"] and out["mixed"] == ["a", 1]
+    assert out["tuple"] == [1, [2]]
+    assert out["dt"] == "2024-01-02T03:04:05" and out["date"] == "2024-01-02"
+    assert out["dec"] == "2.50" and out["3"] == "int key" and out["null"] == 1
+    assert out["enum"] == "red" and out["dc"] == {"x": 1, "tags": [1, 2]}
+    assert out["nan"] == "NaN" and out["inf"] == "-Infinity"
+    json.loads(canonical_json(value))
+
+
+def test_pydantic_models_become_dicts():
+    from pydantic import BaseModel
+
+    class M(BaseModel):
+        a: int
+        b: set[str]
+
+    assert to_jsonable(M(a=1, b={"y", "x"})) == {"a": 1, "b": ["x", "y"]}
+
+
+@pytest.mark.parametrize("bad", [object(), lambda: 1, {"k": object()}, b"\xff"])
+def test_unserializable_raises(bad):
+    with pytest.raises(UnserializableError):
+        to_jsonable(bad)
+
+
+def test_cycles_raise():
+    a: list = []
+    a.append(a)
+    with pytest.raises(UnserializableError):
+        to_jsonable(a)
+
+
+def test_canonical_json_is_sorted_and_compact():
+    assert canonical_json({"b": 1, "a": [1, 2], "ü": "é"}) == '{"a":[1,2],"b":1,"ü":"é"}'
+
+
+def test_hash_independent_of_insertion_and_set_order():
+    assert state_hash({"a": 1, "b": {3, 2, 1}}) == state_hash({"b": {1, 2, 3}, "a": 1})
+    assert state_hash({"a": 1}) != state_hash({"a": 2})
+    assert len(state_hash({})) == 64
+
+
+def test_hash_stable_across_processes():
+    state = {"users": {"u1": {"tags": {"z", "a", "m"}, "n": 1.5}}, "ids": list(range(5))}
+    mine = state_hash(state)
+    code = ("from envscaler_core.runtime.state import state_hash; "
+            "print(state_hash({'ids': list(range(5)), 'users': {'u1': {'n': 1.5, 'tags': {'m', 'a', 'z'}}}}))")
+    hashes = set()
+    for seed in ("1", "2", "random"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+        hashes.add(out.stdout.strip())
+    assert hashes == {mine}
+
+
+def test_diff_and_apply_roundtrip():
+    before = {"books": {"b1": {"status": "in"}, "b2": {"status": "in"}}, "log": [1, 2, 3]}
+    after = {"books": {"b1": {"status": "out"}}, "log": [1, 3, 4], "new": {"x": None}}
+    diff = state_diff(before, after)
+    assert all({"op", "path"} <= set(op) for op in diff)
+    assert apply_diff(before, diff) == after
+    assert before["books"]["b2"] == {"status": "in"}  # not mutated by default
+    assert state_diff(after, after) == []
+    assert apply_diff(after, []) is after
+
+
+def test_diff_in_place():
+    state = {"a": [1]}
+    apply_diff(state, [{"op": "add", "path": "/a/-", "value": 2}], in_place=True)
+    assert state == {"a": [1, 2]}
+
+
+def test_session_hash_matches_local_hash(lib_session):
+    res = lib_session.call("add_book", {"book_id": "b9", "title": "X"})
+    assert res.state_hash == state_hash(lib_session.snapshot())
+
+
+def test_diff_escapes_and_lists():
+    before = {"a/b": {"x~y": 1}, "l": [{"id": 1}, {"id": 2}, {"id": 3}], "t": 1}
+    after = {"a/b": {"x~y": 2}, "l": [{"id": 3}, {"id": 1}], "t": "one"}
+    diff = state_diff(before, after)
+    assert {"op": "replace", "path": "/a~1b/x~0y", "value": 2} in diff
+    assert apply_diff(before, diff) == after
+
+
+def test_random_diffs_roundtrip():
+    import random
+
+    rng = random.Random(7)
+
+    def mutate(value, depth=0):
+        if isinstance(value, dict):
+            out = {k: mutate(v, depth + 1) if rng.random() < 0.3 else v for k, v in value.items()}
+            if rng.random() < 0.3:
+                out[f"k{rng.randint(0, 9)}"] = rng.randint(0, 5)
+            if out and rng.random() < 0.2:
+                out.pop(rng.choice(list(out)))
+            return out
+        if isinstance(value, list):
+            out = [mutate(v, depth + 1) for v in value]
+            rng.shuffle(out)
+            return out[: rng.randint(0, len(out))] + [rng.randint(0, 3)]
+        return rng.choice([value, rng.randint(0, 9), "s", None, [1, 2]])
+
+    for _ in range(300):
+        before = {"a": {"b": [1, {"c": 2}, 3], "d": "x"}, "e": [[1], [2, 3]], "f": None}
+        after = mutate(before)
+        assert apply_diff(before, state_diff(before, after)) == after
