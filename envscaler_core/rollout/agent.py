@@ -1,0 +1,159 @@
+"""The agent side of an episode: prompts, one model turn, and parsing its tool calls.
+
+Two protocols:
+
+* ``fc``: native function calling; the model's ``tool_calls`` are executed in order and each
+  gets a ``role: tool`` message.
+* ``text``: the Qwen3 convention for models served without function calling: tools listed in
+  the system prompt inside ``<tools>``, calls written as ``<tool_call>{json}</tool_call>``,
+  results returned in one user message of ``<tool_response>`` blocks.
+"""
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from envscaler_core.artifacts import Usage
+from envscaler_core.llm import LLMClient, parse_text_tool_calls, split_reasoning
+from envscaler_core.prompts import render_prompt
+from envscaler_core.rollout.types import RolloutSettings, StepOutcome
+
+PACKAGE = "envscaler_core.rollout"
+MALFORMED_TOOL = "(malformed)"
+
+
+@dataclass
+class AgentCall:
+    """One tool call requested by the agent (arguments as sent: dict or raw JSON text)."""
+
+    id: str
+    name: str
+    arguments: Any
+
+
+@dataclass
+class AgentAction:
+    """One agent turn: the assistant message to store and the calls to execute."""
+
+    message: dict[str, Any]
+    calls: list[AgentCall] = field(default_factory=list)
+    content: str = ""
+    format_errors: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    latency_s: float = 0.0
+
+
+def _new_id() -> str:
+    return f"call_{uuid.uuid4().hex[:12]}"
+
+
+def observation_text(observation: dict[str, Any]) -> str:
+    """The JSON text a model sees for one observation."""
+    return json.dumps(observation, ensure_ascii=False)
+
+
+def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages as sent to an endpoint: stored-only keys (``reasoning_content``) removed."""
+    return [{k: v for k, v in m.items() if k != "reasoning_content"} for m in messages]
+
+
+class AgentPolicy:
+    """Builds the agent's prompts and turns model answers into :class:`AgentAction`.
+
+    Args:
+        client: The agent endpoint.
+        settings: Run settings (mode, agent_mode, temperature, ...).
+        tools: OpenAI function schemas of the environment.
+        env_introduction: Text appended to the system prompt.
+    """
+
+    def __init__(self, client: Optional[LLMClient], settings: RolloutSettings,
+                 tools: list[dict[str, Any]], env_introduction: str = "") -> None:
+        self.client, self.settings, self.tools = client, settings, tools
+        self.tool_names = [t.get("function", t)["name"] for t in tools]
+        self.system_prompt = settings.system_prompt or self._render_system(env_introduction)
+
+    def _render_system(self, env_introduction: str) -> str:
+        name = "agent_conversation.md" if self.settings.mode == "user" else "agent_task.md"
+        intro = f"The following is an introduction to the current environment:\n{env_introduction}" \
+            if env_introduction else ""
+        prompt = render_prompt(PACKAGE, name, env_introduction=intro).rstrip()
+        if self.settings.agent_mode == "text":
+            lines = "\n".join(json.dumps(t, ensure_ascii=False) for t in self.tools)
+            prompt += render_prompt(PACKAGE, "tools_text.md", tools=lines).rstrip()
+        return prompt
+
+    def initial_messages(self, first_user_message: str) -> list[dict[str, Any]]:
+        """``[system, user]`` to start an episode."""
+        return [{"role": "system", "content": self.system_prompt},
+                {"role": "user", "content": first_user_message}]
+
+    async def act(self, messages: list[dict[str, Any]], cache_salt: str) -> AgentAction:
+        """One model turn (raises ``LLMError`` if the endpoint fails for good)."""
+        assert self.client is not None, "no agent client configured"
+        fc = self.settings.agent_mode == "fc"
+        started = time.perf_counter()
+        result = await self.client.chat(
+            wire_messages(messages), tools=self.tools if fc else None,
+            tool_choice="auto" if fc and self.tools else None,
+            temperature=self.settings.temperature, max_tokens=self.settings.max_tokens,
+            cache_salt=cache_salt)
+        usage = result.usage.model_copy()
+        if result.cached:
+            usage = usage.model_copy(update={"calls": 0, "cache_hits": 1})
+        if fc:
+            action = self._from_fc(result.assistant_message())
+        else:
+            action = self.action_from_text(result.content, result.reasoning)
+        action.usage, action.latency_s = usage, time.perf_counter() - started
+        return action
+
+    def _from_fc(self, message: dict[str, Any]) -> AgentAction:
+        calls = [AgentCall(c.get("id") or _new_id(), c["function"]["name"], c["function"]["arguments"])
+                 for c in message.get("tool_calls") or []]
+        return AgentAction(message=message, calls=calls, content=message.get("content") or "")
+
+    def action_from_text(self, text: str, reasoning: str = "") -> AgentAction:
+        """Parses a written answer (a model's, or a person's in the play demo).
+
+        In ``text`` mode the message keeps the raw text; in ``fc`` mode calls written as
+        ``<tool_call>`` JSON become native ``tool_calls``.
+        """
+        if not reasoning and "</think>" in text:
+            reasoning, text = split_reasoning(text)
+        # Inside <tool_call> tags any name counts (an unknown one gets an error observation);
+        # bare or fenced JSON counts only when it names a real tool, so data in prose is not a call.
+        parsed = parse_text_tool_calls(text, None if "<tool_call>" in text else self.tool_names)
+        errors = list(parsed.errors)
+        if "<tool_call>" in text and not parsed.calls and not errors:
+            errors.append("no valid JSON object with 'name' and 'arguments' inside <tool_call>")
+        calls = [AgentCall(_new_id(), c.name, c.arguments) for c in parsed.calls]
+        if self.settings.agent_mode == "text":
+            message: dict[str, Any] = {"role": "assistant", "content": text}
+        else:
+            message = {"role": "assistant", "content": parsed.content or None}
+            if calls:
+                message["tool_calls"] = [{"id": c.id, "type": "function", "function": {
+                    "name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}} for c in calls]
+        if reasoning:
+            message["reasoning_content"] = reasoning
+        return AgentAction(message=message, calls=calls, content=parsed.content, format_errors=errors)
+
+    def observation_messages(self, results: list[tuple[AgentCall, StepOutcome]],
+                             format_errors: list[str]) -> list[dict[str, Any]]:
+        """Messages that carry tool results (and parse errors) back to the agent."""
+        errors = [{"success": False, "error_type": "malformed_tool_call",
+                   "error": f"Your tool call could not be parsed: {e}. Write "
+                            '<tool_call>{"name": ..., "arguments": {...}}</tool_call>.'} for e in format_errors]
+        if self.settings.agent_mode == "fc":
+            return [{"role": "tool", "tool_call_id": call.id, "name": call.name,
+                     "content": observation_text(out.observation)} for call, out in results] + [
+                {"role": "user", "content": observation_text(e)} for e in errors]
+        blocks = [observation_text(out.observation) for _, out in results] + [observation_text(e) for e in errors]
+        if not blocks:
+            return []
+        return [{"role": "user", "content": "\n".join(
+            f"<tool_response>\n{b}\n</tool_response>" for b in blocks)}]

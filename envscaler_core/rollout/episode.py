@@ -1,0 +1,197 @@
+"""One episode, turn by turn: agent turns, tool execution, user turns, termination.
+
+:class:`Episode` can be driven all at once (:meth:`Episode.run`) or one turn at a time (the
+play demo), and either side may be played by a person (``agent_turn(action=...)``,
+``user_turn(text=...)``). Bad tool calls never end an episode: the environment answers them
+with error observations. Only endpoint failures (``LLMError``) escape.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Optional
+
+from envscaler_core.artifacts import StepRecord, Trajectory, Usage
+from envscaler_core.rollout.agent import MALFORMED_TOOL, AgentAction, AgentCall, AgentPolicy
+from envscaler_core.rollout.types import (FORMAT_ERROR_TYPES, EpisodeTask, RolloutSettings,
+                                          StepOutcome, ToolEnv)
+from envscaler_core.rollout.user_sim import STOP, UserSimulator, UserTurn
+
+EventHook = Callable[[dict[str, Any]], None]
+
+
+class Episode:
+    """A running episode.
+
+    Args:
+        task: What to run.
+        env: The environment instance (owned by the caller, who closes it).
+        agent: The agent policy.
+        settings: Run settings.
+        user: The simulated user (``user`` mode only).
+        on_event: Called with ``{"kind": "message" | "step" | "end", ...}`` as things happen.
+    """
+
+    def __init__(self, task: EpisodeTask, env: ToolEnv, agent: AgentPolicy, settings: RolloutSettings,
+                 user: Optional[UserSimulator] = None, on_event: Optional[EventHook] = None) -> None:
+        self.task, self.env, self.agent, self.settings, self.user = task, env, agent, settings, user
+        self.on_event = on_event or (lambda event: None)
+        self.messages: list[dict[str, Any]] = []
+        self.steps: list[StepRecord] = []
+        self.flags: list[str] = []
+        self.usage = Usage()
+        self.timings = {"agent_s": 0.0, "user_s": 0.0, "env_s": 0.0}
+        self.agent_turns = 0
+        self.next: str = "agent"  # "agent" | "user" | "done"
+        self.termination = ""
+        self.initial_state: dict[str, Any] = {}
+        self._last_agent_text = ""
+        self._started = time.perf_counter()
+
+    @property
+    def done(self) -> bool:
+        return self.next == "done"
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self, opening: Optional[str] = None) -> None:
+        """Snapshots the initial state and writes the first messages.
+
+        Args:
+            opening: In ``user`` mode, a person's first message instead of the simulator's.
+        """
+        self.initial_state = await self.env.snapshot()
+        first = self.task.task
+        if self.settings.mode == "user":
+            turn = await self._user_says(opening, agent_text=None)
+            if turn.empty or turn.stop:
+                self._flag("empty_user_turn" if turn.empty else "premature_stop")
+                self.messages = self.agent.initial_messages(turn.text)
+                self._end("user_empty" if turn.empty else "user_stop")
+                return
+            first = turn.text
+        self.messages = self.agent.initial_messages(first)
+        for message in self.messages:
+            self._emit("message", message=message)
+
+    async def run(self) -> None:
+        """Runs to the end."""
+        if not self.messages and not self.done:
+            await self.start()
+        while not self.done:
+            await self.step()
+
+    async def step(self) -> None:
+        """Plays whichever side is next."""
+        if self.next == "user":
+            await self.user_turn()
+        elif self.next == "agent":
+            await self.agent_turn()
+
+    def stop(self, reason: str) -> None:
+        """Ends the episode from outside (e.g. a person stops it) with ``reason``."""
+        if not self.done:
+            self._end(reason)
+
+    # ------------------------------------------------------------------ agent side
+    async def agent_turn(self, action: Optional[AgentAction] = None) -> AgentAction:
+        """One agent turn: ask the model (or take ``action``) and execute its tool calls."""
+        if action is None:
+            action = await self.agent.act(self.messages, cache_salt=f"{self.task.id}:agent:{self.agent_turns}")
+        self.agent_turns += 1
+        self.usage = self.usage.add(action.usage)
+        self.timings["agent_s"] += action.latency_s
+        self._append(action.message)
+        if action.calls or action.format_errors:
+            await self._execute(action)
+            if self.agent_turns >= self.settings.max_steps:
+                self._end("max_steps")
+            return action
+        self._last_agent_text = action.content
+        if self.settings.mode == "task":
+            self._end("agent_answered")
+        elif self.agent_turns >= self.settings.max_steps:
+            self._end("max_steps")
+        else:
+            self.next = "user"
+        return action
+
+    async def _execute(self, action: AgentAction) -> None:
+        results: list[tuple[AgentCall, StepOutcome]] = []
+        for call in action.calls:
+            started = time.perf_counter()
+            outcome = await self.env.call(call.name, call.arguments)
+            self.timings["env_s"] += time.perf_counter() - started
+            results.append((call, outcome))
+            self._record_step(call.id, call.name, call.arguments, outcome)
+        for error in action.format_errors:
+            obs = {"success": False, "error_type": "malformed_tool_call", "error": error}
+            last_hash = self.steps[-1].state_hash if self.steps else ""
+            self._record_step("", MALFORMED_TOOL, "", StepOutcome(obs, "malformed_tool_call", [], last_hash))
+        if any(s.error_type in FORMAT_ERROR_TYPES for s in self.steps):
+            self._flag("format_error")
+        for message in self.agent.observation_messages(results, action.format_errors):
+            self._append(message)
+
+    def _record_step(self, call_id: str, name: str, arguments: Any, outcome: StepOutcome) -> None:
+        step = StepRecord(index=len(self.steps), tool_call_id=call_id, name=name,
+                          arguments=arguments if isinstance(arguments, (dict, str)) else str(arguments),
+                          observation=outcome.observation, error_type=outcome.error_type,
+                          state_diff=outcome.state_diff, state_hash=outcome.state_hash,
+                          duration_ms=outcome.duration_ms)
+        self.steps.append(step)
+        self._emit("step", step=step)
+
+    # ------------------------------------------------------------------ user side
+    async def user_turn(self, text: Optional[str] = None) -> UserTurn:
+        """The user's answer to the agent's last text (a person's when ``text`` is given)."""
+        turn = await self._user_says(text, agent_text=self._last_agent_text)
+        if turn.empty:
+            self._flag("empty_user_turn")
+            self._end("user_empty")
+        else:
+            self._append({"role": "user", "content": turn.text})
+            if turn.stop:
+                self._end("user_stop")
+            else:
+                self.next = "agent"
+        return turn
+
+    async def _user_says(self, text: Optional[str], agent_text: Optional[str]) -> UserTurn:
+        assert self.user is not None, "user mode needs a UserSimulator"
+        salt = f"{self.task.id}:user:{self.agent_turns}"
+        if text is not None:
+            return self.user.record_human(agent_text or "", text)
+        turn = await (self.user.opening(salt) if agent_text is None else self.user.reply(agent_text, salt))
+        self.usage = self.usage.add(turn.usage)
+        self.timings["user_s"] += turn.latency_s
+        return turn
+
+    # ------------------------------------------------------------------ bookkeeping
+    def _append(self, message: dict[str, Any]) -> None:
+        self.messages.append(message)
+        self._emit("message", message=message)
+
+    def _flag(self, flag: str) -> None:
+        if flag not in self.flags:
+            self.flags.append(flag)
+
+    def _end(self, reason: str) -> None:
+        self.next, self.termination = "done", reason
+        self._emit("end", termination=reason)
+
+    def _emit(self, kind: str, **data: Any) -> None:
+        self.on_event({"kind": kind, "episode": self.task.id, **data})
+
+    def trajectory(self, model: str = "") -> Trajectory:
+        """The episode so far as a :class:`Trajectory` (reward not yet filled in)."""
+        timings = {k: round(v, 4) for k, v in self.timings.items()}
+        timings["wall_s"] = round(time.perf_counter() - self._started, 4)
+        return Trajectory(
+            id=self.task.id, scenario_id=self.task.scenario_id, env_id=self.task.env_id,
+            sample=self.task.sample, mode=self.settings.mode, agent_mode=self.settings.agent_mode,
+            model=model, seed=self.task.seed, task=self.task.task, tools=self.agent.tools,
+            messages=list(self.messages), user_messages=list(self.user.messages) if self.user else [],
+            steps=list(self.steps), usage=self.usage, timings=timings,
+            termination=self.termination or "unfinished", flags=list(self.flags))
+
+
+__all__ = ["Episode", "EventHook", "STOP"]

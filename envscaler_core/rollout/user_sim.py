@@ -1,0 +1,95 @@
+"""The simulated user of conversational episodes (its own endpoint, role ``user``).
+
+Roles are inverted in the simulator's own history: the agent's utterances are ``user``
+messages prefixed ``[Agent]`` and the simulator's answers are ``assistant`` messages. The
+simulator answers ``# Thought:`` / ``# Reply:``; only the reply reaches the agent. Any
+``###STOP###`` ends the conversation. An empty reply is asked for once more, then reported
+as empty (the episode is flagged, never scored as if the user had spoken).
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from envscaler_core.artifacts import Usage
+from envscaler_core.llm import LLMClient
+from envscaler_core.prompts import render_prompt
+
+STOP = "###STOP###"
+GREETING = "Hi! How can I help you today?"
+_REPLY = re.compile(r"#+\s*Reply\s*:?", re.I)
+_THOUGHT = re.compile(r"#+\s*Thought\s*:?", re.I)
+EMPTY_RETRIES = 1
+
+
+def parse_user_reply(text: str) -> str:
+    """The part of a simulator answer sent to the agent ('' when there is none)."""
+    text = (text or "").strip()
+    if STOP in text:
+        return STOP
+    match = _REPLY.search(text)
+    if match:
+        return text[match.end():].strip()
+    if _THOUGHT.search(text):
+        return ""  # a thought without a reply: nothing was said
+    return text
+
+
+@dataclass
+class UserTurn:
+    """One simulator turn."""
+
+    text: str
+    raw: str = ""
+    usage: Usage = field(default_factory=Usage)
+    latency_s: float = 0.0
+
+    @property
+    def stop(self) -> bool:
+        return self.text == STOP
+
+    @property
+    def empty(self) -> bool:
+        return not self.text.strip()
+
+
+class UserSimulator:
+    """A simulated user with the task as its hidden goal.
+
+    Args:
+        client: The user endpoint (None when a person plays the user).
+        task: The hidden goal.
+        temperature: Sampling temperature.
+    """
+
+    def __init__(self, client: Optional[LLMClient], task: str, temperature: Optional[float] = 0.7) -> None:
+        self.client, self.temperature = client, temperature
+        self.messages: list[dict[str, Any]] = [
+            {"role": "system", "content": render_prompt("envscaler_core.rollout", "user_simulator.md", task=task)}]
+
+    async def opening(self, cache_salt: str) -> UserTurn:
+        """The user's first message (answering the standard agent greeting)."""
+        return await self.reply(GREETING, cache_salt)
+
+    async def reply(self, agent_text: str, cache_salt: str) -> UserTurn:
+        """The user's answer to ``agent_text`` (raises ``LLMError`` if the endpoint fails)."""
+        assert self.client is not None, "no user client configured"
+        self.messages.append({"role": "user", "content": f"[Agent] {agent_text}"})
+        started, usage, raw, text = time.perf_counter(), Usage(), "", ""
+        for attempt in range(EMPTY_RETRIES + 1):
+            result = await self.client.chat(self.messages, temperature=self.temperature,
+                                            cache_salt=f"{cache_salt}:{attempt}")
+            usage = usage.add(result.usage if not result.cached else Usage(cache_hits=1))
+            raw, text = result.content, parse_user_reply(result.content)
+            if text:
+                break
+        self.messages.append({"role": "assistant", "content": raw})
+        return UserTurn(text=text, raw=raw, usage=usage, latency_s=time.perf_counter() - started)
+
+    def record_human(self, agent_text: str, reply: str) -> UserTurn:
+        """Records a turn typed by a person playing the user."""
+        self.messages.append({"role": "user", "content": f"[Agent] {agent_text}"})
+        self.messages.append({"role": "assistant", "content": reply})
+        return UserTurn(text=parse_user_reply(reply), raw=reply)

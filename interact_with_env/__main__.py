@@ -1,0 +1,26 @@
+"""``python -m interact_with_env``: roll out agents in synthesized environments."""
+from __future__ import annotations
+
+import sys
+
+from envscaler_core.cli import run_cli
+
+COMMANDS = {
+    "run": ("interact_with_env.commands.run", "run episodes for scenarios and write trajectories.jsonl"),
+    "debug": ("interact_with_env.commands.debug", "run one episode, printed turn by turn"),
+    "report": ("interact_with_env.commands.report", "pass^k, rewards, terminations, tool errors"),
+    "filter": ("interact_with_env.commands.filter", "keep trajectories fit for SFT"),
+    "tools": ("interact_with_env.commands.tools", "print an environment's tool schemas as JSON"),
+    "call": ("interact_with_env.commands.call", "call one tool and print observation, diff and hash"),
+    "app": ("interact_with_env.commands.app", "Gradio play demo (127.0.0.1)"),
+    "serve-mcp": ("interact_with_env.commands.serve_mcp", "serve one environment's tools over MCP (stdio)"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point."""
+    return run_cli("python -m interact_with_env", __doc__ or "", COMMANDS, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

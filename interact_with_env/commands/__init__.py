@@ -1,0 +1,1 @@
+"""One module per ``python -m interact_with_env`` subcommand."""

@@ -1,0 +1,26 @@
+"""``tools``: an environment's tool schemas as JSON (computed from its code in the sandbox)."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from envscaler_core.cli import UserError
+from envscaler_core.runtime import EnvLoadError, WorkerPool
+from interact_with_env.loading import read_env
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--envs", type=Path, required=True, help="envs.jsonl or original env metadata JSON")
+    parser.add_argument("--env-id", help="environment id (optional when the file holds one)")
+
+
+def run(args: argparse.Namespace) -> int:
+    env = read_env(args.envs, args.env_id)
+    with WorkerPool(1) as pool:
+        try:
+            tools = pool.compute_schemas(env.env_class_code, env.env_class_name)
+        except EnvLoadError as exc:
+            raise UserError(f"env {env.env_id!r} does not load ({exc.error_type}): {str(exc).splitlines()[0]}") from None
+    print(json.dumps(tools, indent=2, ensure_ascii=False))
+    return 0

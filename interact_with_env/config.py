@@ -1,0 +1,57 @@
+"""Typed configuration of the ``interact_with_env`` stage (section ``interact_with_env``)."""
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import Field
+
+from envscaler_core.config import StageConfig
+from envscaler_core.rollout import RolloutSettings
+
+SECTION = "interact_with_env"
+
+
+class InteractConfig(StageConfig):
+    """Rollout settings on top of the common stage fields.
+
+    Attributes:
+        mode: ``task`` (non-conversational) or ``user`` (simulated user).
+        agent_mode: ``fc`` (native tools) or ``text`` (Qwen3 ``<tool_call>`` text).
+        samples: Episodes per scenario (K of pass^k).
+        max_steps: Agent turns per episode (original: 30 task mode, 40 user mode).
+        seed: Base seed; each episode's seed derives from it and the episode id.
+        temperature: Agent temperature (original: 0.7).
+        user_temperature: Simulated user temperature (original: 0.7).
+        max_tokens: Agent max tokens per turn.
+        progress_reward: Compute the per-step progress reward (one checker run per new state).
+        checker_timeout_s: Time budget of one checker.
+        pool_size: Sandbox workers (default: concurrency).
+        max_k: Largest k reported for pass^k.
+    """
+
+    mode: Literal["task", "user"] = "task"
+    agent_mode: Literal["fc", "text"] = "fc"
+    samples: int = Field(default=1, ge=1, le=1000)
+    max_steps: Optional[int] = Field(default=None, ge=1, le=1000)
+    seed: int = 0
+    temperature: Optional[float] = 0.7
+    user_temperature: Optional[float] = 0.7
+    max_tokens: Optional[int] = None
+    progress_reward: bool = True
+    checker_timeout_s: float = 2.0
+    pool_size: Optional[int] = Field(default=None, ge=1)
+    max_k: int = 8
+
+    def rollout_settings(self) -> RolloutSettings:
+        """The engine settings this config describes."""
+        steps = self.max_steps or (40 if self.mode == "user" else 30)
+        return RolloutSettings(mode=self.mode, agent_mode=self.agent_mode, max_steps=steps,
+                               temperature=self.temperature, user_temperature=self.user_temperature,
+                               max_tokens=self.max_tokens)
+
+    def with_llm_concurrency(self) -> "InteractConfig":
+        """Lets the shared endpoint clients carry as many requests as episodes in flight."""
+        llm = {role: dict(values) for role, values in self.llm.items()}
+        default = llm.setdefault("default", {})
+        default["concurrency"] = max(int(default.get("concurrency", 8)), self.concurrency)
+        return self.model_copy(update={"llm": llm})

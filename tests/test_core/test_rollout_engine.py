@@ -1,0 +1,145 @@
+"""The shared rollout engine against the scripted server and the sandboxed fixture env."""
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from envscaler_core.artifacts import ChecklistItem
+from envscaler_core.llm import ResponseCache
+from envscaler_core.rollout import RolloutSettings, episode_tasks, run_episodes
+from envscaler_core.testing.scripted_server import Reply
+from tests.test_interact_with_env.helpers import (CHECKOUT_PLAN, RETURN_PLAN, engine_for, fixture_inputs,
+                                                   planned)
+
+ENVS, SCENARIOS = fixture_inputs()
+CHECKOUT, RETURN = SCENARIOS
+
+
+def run_one(server, settings, scenario=CHECKOUT, **kwargs):
+    task = episode_tasks([scenario], ENVS, 1)[0]
+    with engine_for(server, settings, **kwargs) as engine:
+        return asyncio.run(engine.run_episode(task))
+
+
+def test_fc_episode_survives_malformed_and_unknown_calls(scripted):
+    scripted.policy = planned([
+        Reply.tool_call("get_book", '{"book_id": "B1"'),  # malformed JSON arguments
+        Reply.tool_call("lend_book", {"book_id": "B1"}),  # unknown tool
+        *CHECKOUT_PLAN])
+    t = run_one(scripted, RolloutSettings())
+    assert [s.error_type for s in t.steps] == ["malformed_json", "unknown_tool", None, None]
+    assert t.termination == "agent_answered" and "format_error" in t.flags
+    assert t.reward.final == 1.0 and t.reward.state_match is True
+    assert t.reward.progress == [0.0, 0.0, 0.0, 1.0]
+    tool_msgs = [m for m in t.messages if m["role"] == "tool"]
+    calls = [c for m in t.messages if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+    assert [m["tool_call_id"] for m in tool_msgs] == [c["id"] for c in calls]
+    assert json.loads(tool_msgs[1]["content"])["error_type"] == "unknown_tool"
+    assert t.steps[3].state_diff and t.steps[3].state_hash
+    assert t.usage.calls == 5 and t.model == "scripted" and t.seed is not None
+
+
+def test_parallel_calls_run_in_order(scripted):
+    scripted.policy = planned([
+        Reply.tool_calls_([("checkout_book", {"book_id": "B1", "member_id": "M1"}),
+                           ("checkout_book", {"book_id": "B1", "member_id": "M2"})]),
+        Reply.text("done")])
+    t = run_one(scripted, RolloutSettings())
+    assert [s.observation["success"] for s in t.steps] == [True, False]
+    assert "on_loan" in t.steps[1].observation["error"]
+    assert [m["role"] for m in t.messages] == ["system", "user", "assistant", "tool", "tool", "assistant"]
+
+
+def test_text_mode_parses_tool_calls_and_reports_malformed_ones(scripted):
+    scripted.policy = planned([
+        Reply.text('<tool_call>\n{"name": "get_book", "arguments": {"book_id": "B1"</tool_call>'),
+        Reply.text('<think>lend it</think><tool_call>\n{"name": "checkout_book", '
+                   '"arguments": {"book_id": "B1", "member_id": "M1"}}\n</tool_call>'),
+        Reply.text("Task Completed")])
+    t = run_one(scripted, RolloutSettings(agent_mode="text"))
+    request = scripted.completion_requests[0]
+    assert "tools" not in request and "<tools>" in request["messages"][0]["content"]
+    assert [s.name for s in t.steps] == ["(malformed)", "checkout_book"]
+    assert t.steps[0].error_type == "malformed_tool_call" and "format_error" in t.flags
+    responses = [m["content"] for m in t.messages if m["role"] == "user"][1:]
+    assert all(r.startswith("<tool_response>") for r in responses)
+    assert t.messages[4]["reasoning_content"] == "lend it"
+    assert "reasoning_content" not in scripted.completion_requests[2]["messages"][4]
+    assert t.reward.final == 1.0 and t.termination == "agent_answered"
+
+
+def test_user_mode_conversation_until_stop(scripted):
+    scripted.policy = planned(
+        [Reply.text("Which book and member?"), *CHECKOUT_PLAN[1:], Reply.text("Anything else?")],
+        [Reply.text("# Thought: start\n# Reply: I want to borrow a book."),
+         Reply.text("# Thought: details\n# Reply: Book B1 for member M1."),
+         Reply.text("# Thought: done\n# Reply: ###STOP###")])
+    t = run_one(scripted, RolloutSettings(mode="user"))
+    assert t.termination == "user_stop" and t.flags == []
+    assert t.messages[1] == {"role": "user", "content": "I want to borrow a book."}
+    assert t.messages[-1] == {"role": "user", "content": "###STOP###"}
+    assert t.user_messages[1]["content"].startswith("[Agent] Hi!")
+    assert [m["role"] for m in t.user_messages[1:]] == ["user", "assistant"] * 3
+    assert t.reward.final == 1.0
+
+
+def test_empty_user_turn_is_flagged(scripted):
+    scripted.policy = planned([Reply.text("How can I help?")],
+                              [Reply.text("# Thought: hi\n# Reply: Lend B1 to M1"),
+                               Reply.text("# Thought: nothing to say\n# Reply:")])
+    t = run_one(scripted, RolloutSettings(mode="user"))
+    assert t.termination == "user_empty" and "empty_user_turn" in t.flags
+    user_requests = [r for r in scripted.completion_requests if "playing a real person" in r["messages"][0]["content"]]
+    assert len(user_requests) == 3  # opening + empty reply asked once more
+
+
+def test_stop_before_the_state_change_is_flagged(scripted):
+    scripted.policy = planned([Reply.tool_call("get_book", {"book_id": "B1"}), Reply.text("Shall I lend it?")],
+                              [Reply.text("# Reply: Lend B1 to M1"), Reply.text("###STOP###")])
+    t = run_one(scripted, RolloutSettings(mode="user"))
+    assert t.termination == "user_stop" and "premature_stop" in t.flags
+    assert t.reward.final == 0.0
+
+
+def test_max_steps_ends_the_episode(scripted):
+    scripted.policy = planned([Reply.tool_call("list_books")])
+    t = run_one(scripted, RolloutSettings(max_steps=3), progress=False)
+    assert t.termination == "max_steps" and len(t.steps) == 3 and t.reward.progress == []
+
+
+def test_checker_errors_are_recorded_not_silent(scripted):
+    broken = CHECKOUT.model_copy(update={"checklist_with_func": [
+        *CHECKOUT.checklist_with_func, ChecklistItem(check_item="broken", check_func="def check_func(s):\n    return 1/0")]})
+    scripted.policy = planned(CHECKOUT_PLAN)
+    t = run_one(scripted, RolloutSettings(), scenario=broken)
+    assert [c.status for c in t.reward.checks] == ["true", "true", "error"]
+    assert "ZeroDivisionError" in t.reward.checks[2].error
+    assert t.reward.checker_errors == 1 and t.reward.final == round(2 / 3, 4) and "checker_error" in t.flags
+
+
+def test_empty_checklist_is_flagged(scripted):
+    scripted.policy = planned(RETURN_PLAN)
+    t = run_one(scripted, RolloutSettings(), scenario=RETURN.model_copy(update={"checklist_with_func": []}))
+    assert t.reward.final == 0.0 and "no_checklist" in t.flags
+
+
+def test_concurrent_episodes_and_cache_salt(scripted, tmp_path):
+    scripted.policy = planned(CHECKOUT_PLAN, by_task={"Emma": RETURN_PLAN})
+    tasks = episode_tasks(SCENARIOS, ENVS, 3)
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    with engine_for(scripted, RolloutSettings(), cache=cache, pool_size=4) as engine:
+        first = asyncio.run(run_episodes(engine, tasks, concurrency=4))
+        served = len(scripted.completion_requests)
+        again = asyncio.run(run_episodes(engine, tasks, concurrency=4))
+    assert len(first) == 6 and all(t.reward.final == 1.0 for t in first)
+    assert served == 3 * 3 + 3 * 2  # samples differ by cache salt: no request is shared
+    assert len(scripted.completion_requests) == served  # the rerun is answered from the cache
+    assert all(t.usage.cache_hits == len([m for m in t.messages if m["role"] == "assistant"]) for t in again)
+
+
+def test_llm_failure_raises_instead_of_scoring(scripted):
+    scripted.policy = lambda request: Reply.error("500")
+    with pytest.raises(Exception, match="failed after"):
+        run_one(scripted, RolloutSettings())

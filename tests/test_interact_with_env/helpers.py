@@ -1,0 +1,71 @@
+"""Helpers shared by the rollout tests: fixture paths and scripted agent/user policies.
+
+Policies answer from the request itself (how many assistant turns it already holds), so they
+stay correct when many episodes run concurrently against one scripted server.
+"""
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Callable, Iterator, Optional, Sequence
+
+from envscaler_core.original_format import load_envs, load_scenarios
+from envscaler_core.rollout import ChecklistReward, RolloutEngine, RolloutSettings, SandboxEnvFactory
+from envscaler_core.runtime import WorkerPool
+from envscaler_core.llm import LLMClient
+from envscaler_core.testing.scripted_server import Reply
+
+FIXTURES = Path(__file__).parent / "fixtures"
+ENVS = FIXTURES / "envs.jsonl"
+SCENARIOS = FIXTURES / "scenarios.jsonl"
+
+
+def fixture_inputs():
+    """``(envs, scenarios)`` of the library fixture."""
+    return load_envs(ENVS), load_scenarios(SCENARIOS)
+
+
+def is_user_request(request: dict) -> bool:
+    """Whether a request comes from the simulated user."""
+    return "playing a real person" in (request["messages"][0].get("content") or "")
+
+
+def turn_index(request: dict) -> int:
+    """Assistant messages already in the request (= index of the turn being asked for)."""
+    return sum(m["role"] == "assistant" for m in request["messages"])
+
+
+def planned(agent_plan: Sequence[Reply], user_plan: Sequence[Reply] = (),
+            by_task: Optional[dict[str, Sequence[Reply]]] = None) -> Callable[[dict], Reply]:
+    """A policy replaying ``agent_plan`` / ``user_plan`` turn by turn (the last reply repeats).
+
+    ``by_task`` maps a substring of the first user message to its own agent plan.
+    """
+    def policy(request: dict) -> Reply:
+        if is_user_request(request):
+            plan = user_plan
+        else:
+            first = next((m.get("content") or "" for m in request["messages"] if m["role"] == "user"), "")
+            plan = next((p for key, p in (by_task or {}).items() if key in first), agent_plan)
+        return plan[min(turn_index(request), len(plan) - 1)]
+    return policy
+
+
+CHECKOUT_PLAN = [Reply.tool_call("get_book", {"book_id": "B1"}),
+                 Reply.tool_call("checkout_book", {"book_id": "B1", "member_id": "M1"}),
+                 Reply.text("Task Completed: B1 lent to M1.")]
+RETURN_PLAN = [Reply.tool_call("return_book", {"book_id": "B2"}), Reply.text("Task Completed")]
+
+
+@contextlib.contextmanager
+def engine_for(server, settings: RolloutSettings, *, progress: bool = True, cache=None,
+               pool_size: int = 2) -> Iterator[RolloutEngine]:
+    """An engine over the fixture env with the scripted server as agent and user endpoint."""
+    with WorkerPool(pool_size) as pool:
+        factory = SandboxEnvFactory(pool, threads=8)
+        client = LLMClient(server.config(cache=cache is not None), cache=cache)
+        try:
+            yield RolloutEngine(factory, client, settings, user_client=client,
+                                reward_hook=ChecklistReward(factory, progress=progress))
+        finally:
+            factory.close()

@@ -1,0 +1,76 @@
+"""The play demo in headless Chromium (Playwright), with the scripted server as the model."""
+from __future__ import annotations
+
+import argparse
+import socket
+
+import pytest
+
+from interact_with_env.commands import app as app_cmd
+from tests.test_interact_with_env.helpers import CHECKOUT_PLAN, ENVS, SCENARIOS, planned
+
+pytestmark = pytest.mark.browser
+CHROMIUM = "/usr/bin/chromium"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def app_url(scripted_env, tmp_path):
+    parser = argparse.ArgumentParser()
+    app_cmd.add_arguments(parser)
+    port = _free_port()
+    args = parser.parse_args(["--envs", str(ENVS), "--scenarios", str(SCENARIOS), "--port", str(port),
+                              "--out", str(tmp_path), "--no-cache", "--set", "llm.default.max_retries=0"])
+    scripted_env.policy = planned(CHECKOUT_PLAN)
+    demo, backend, pool = app_cmd.launch(args, block=False)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        demo.close()
+        backend.close()
+        pool.close()
+
+
+@pytest.fixture
+def page():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        yield browser.new_page()
+        browser.close()
+
+
+def test_run_all_turns_the_checklist_green_and_scores(app_url, page):
+    from playwright.sync_api import expect
+
+    page.goto(app_url)
+    expect(page.get_by_text("Play with EnvScaler environments")).to_be_visible(timeout=30_000)
+    expect(page.locator("#task")).to_contain_text("Lend the book B1", timeout=30_000)
+    page.locator("#start").click()
+    expect(page.locator("#checks")).to_contain_text("fail", timeout=30_000)
+    page.locator("#run-all").click()
+    expect(page.locator("#steps")).to_contain_text("checkout_book", timeout=30_000)
+    expect(page.locator("#checks")).not_to_contain_text("fail", timeout=30_000)
+    expect(page.locator("#chat")).to_contain_text("Task Completed", timeout=30_000)
+    page.locator("#finish").click()
+    expect(page.locator("#result")).to_contain_text("Final reward: 1.0", timeout=30_000)
+
+
+def test_person_plays_the_agent(app_url, page):
+    from playwright.sync_api import expect
+
+    page.goto(app_url)
+    expect(page.locator("#task")).to_contain_text("Lend the book B1", timeout=30_000)
+    page.locator("#agent-player").get_by_text("me").click()
+    page.locator("#start").click()
+    expect(page.locator("#result")).to_contain_text("you (as agent)", timeout=30_000)
+    page.locator("#msg textarea").fill('{"name": "checkout_book", "arguments": {"book_id": "B1", "member_id": "M1"}}')
+    page.locator("#send").click()
+    expect(page.locator("#steps")).to_contain_text("on_loan", timeout=30_000)
+    expect(page.locator("#result")).to_contain_text("Live checklist: 2/2", timeout=30_000)

@@ -1,0 +1,78 @@
+"""The play demo's controller (no browser) and the shipped demo data."""
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from envscaler_core.original_format import load_envs, load_scenarios
+from envscaler_core.runtime import WorkerPool, run_checkers
+from interact_with_env.commands.app import DATA
+from interact_with_env.config import InteractConfig
+from interact_with_env.play.backend import PlayBackend
+from interact_with_env.stack import stage_context
+from tests.test_interact_with_env.helpers import CHECKOUT_PLAN, fixture_inputs, planned
+
+
+@pytest.fixture
+def backend(scripted_env, tmp_path):
+    envs, scenarios = fixture_inputs()
+    config = InteractConfig(out=tmp_path, cache=False, llm={"default": {"max_retries": 0}})
+    with WorkerPool(3) as pool:
+        b = PlayBackend(stage_context(config), envs, scenarios, pool)
+        yield b
+        b.close()
+
+
+def test_model_plays_step_by_step_and_checklist_turns_green(backend, scripted_env):
+    scripted_env.policy = planned(CHECKOUT_PLAN)
+
+    async def play():
+        key, s = await backend.new_session("library-checkout", "task", "fc", False, False)
+        assert [status for _, status in s.checks] == ["false", "false"]
+        await s.step()
+        assert len(s.step_rows()) == 1 and s.waiting_for == "agent"
+        await s.run_all()
+        assert [status for _, status in s.checks] == ["true", "true"]
+        trajectory = await s.finish()
+        return s, trajectory
+
+    s, t = asyncio.run(play())
+    assert t.reward.final == 1.0 and t.termination == "agent_answered"
+    assert "Final reward: 1.0" in s.result_markdown()
+    assert json.loads(s.saved_path.read_text())["id"] == "library-checkout#0"
+    assert any("checkout_book" in m["content"] for m in s.chat())
+
+
+def test_person_plays_the_agent_and_the_user(backend, scripted_env):
+    async def play():
+        _, s = await backend.new_session("library-return", "user", "fc", True, True)
+        assert s.waiting_for == "human-user"
+        await s.send("Hi, I am returning Emma (B2).")
+        assert s.waiting_for == "human-agent"
+        await s.send('<tool_call>{"name": "return_book", "arguments": {"book_id": "B2"}}</tool_call>')
+        assert s.step_rows()[0][1] == "return_book" and "available" in s.step_rows()[0][4]
+        await s.send("Done, B2 is back.")
+        await s.send("###STOP###")
+        return await s.finish()
+
+    t = asyncio.run(play())
+    assert t.termination == "user_stop" and t.reward.final == 1.0 and t.model == "human"
+    assert scripted_env.completion_requests == []  # nobody called a model
+
+
+def test_demo_data_reference_solutions_pass_their_checklists():
+    envs = load_envs(DATA / "demo_envs.jsonl")
+    with WorkerPool(2) as pool:
+        for scenario in load_scenarios(DATA / "demo_scenarios.jsonl"):
+            env = envs[scenario.env_id]
+            with pool.open_session(env.env_class_code, env.env_class_name, init_config=scenario.init_config,
+                                   initial_state=scenario.init_config) as session:
+                initial = session.snapshot()
+                for call in scenario.reference_solution:
+                    assert session.call(call.name, call.arguments).ok, call
+                final = session.snapshot()
+            funcs = [c.check_func for c in scenario.checklist_with_func]
+            assert {r.status for r in run_checkers(pool, funcs, final, initial)} == {"true"}
+            assert "false" in {r.status for r in run_checkers(pool, funcs, initial, initial)}

@@ -1,0 +1,100 @@
+"""``python -m interact_with_env run|report|filter`` end to end against the scripted server."""
+from __future__ import annotations
+
+import json
+
+from envscaler_core.artifacts import FailureRecord, Trajectory
+from envscaler_core.store import JsonlStore
+from envscaler_core.testing.scripted_server import Reply
+from interact_with_env.__main__ import main
+from tests.test_interact_with_env.helpers import CHECKOUT_PLAN, ENVS, FIXTURES, RETURN_PLAN, SCENARIOS, planned
+
+FAST = ["--set", "llm.default.max_retries=0", "--set", "llm.default.timeout_s=5"]
+
+
+def run_cmd(out, *extra, envs=ENVS, scenarios=SCENARIOS):
+    return main(["run", "--envs", str(envs), "--scenarios", str(scenarios), "--out", str(out),
+                 "--concurrency", "4", *FAST, *extra])
+
+
+def test_run_writes_trajectories_report_and_manifest(scripted_env, tmp_path, capsys):
+    scripted_env.policy = planned(CHECKOUT_PLAN, by_task={"Emma": RETURN_PLAN})
+    assert run_cmd(tmp_path, "--samples", "2") == 0
+    trajs = JsonlStore(tmp_path / "trajectories.jsonl", Trajectory).read_all()
+    assert sorted(t.id for t in trajs) == ["library-checkout#0", "library-checkout#1",
+                                           "library-return#0", "library-return#1"]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["overall"]["pass_hat_k"] == {"1": 1.0, "2": 1.0}
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["stages"]["interact_with_env"]["counts"]["done"] == 4
+    assert "pass^2" in capsys.readouterr().out
+
+
+def test_resume_reruns_only_failed_episodes(scripted_env, tmp_path):
+    broken = planned(CHECKOUT_PLAN, by_task={"Emma": [Reply.error("500")]})
+    scripted_env.policy = broken
+    assert run_cmd(tmp_path, "--samples", "2") == 0
+    assert len(JsonlStore(tmp_path / "trajectories.jsonl", Trajectory).read_all()) == 2
+    assert len(JsonlStore(tmp_path / "failures.jsonl", FailureRecord).read_all()) == 2
+    before = len(scripted_env.completion_requests)
+    scripted_env.policy = planned(CHECKOUT_PLAN, by_task={"Emma": RETURN_PLAN})
+    assert run_cmd(tmp_path, "--samples", "2") == 0
+    assert len(scripted_env.completion_requests) - before == 2 * len(RETURN_PLAN)  # finished ones not re-run
+    trajs = JsonlStore(tmp_path / "trajectories.jsonl", Trajectory).read_all()
+    assert len({t.id for t in trajs}) == len(trajs) == 4
+
+
+def test_run_accepts_the_original_release_format(scripted_env, tmp_path):
+    scripted_env.policy = planned(CHECKOUT_PLAN, by_task={"Emma": RETURN_PLAN})
+    code = run_cmd(tmp_path, "--agent-mode", "fc", envs=FIXTURES / "original_env_metadata.json",
+                   scenarios=FIXTURES / "original_scenarios.json")
+    assert code == 0
+    trajs = JsonlStore(tmp_path / "trajectories.jsonl", Trajectory).read_all()
+    assert {t.reward.final for t in trajs} == {1.0} and {t.env_id for t in trajs} == {"library"}
+
+
+def test_bad_input_is_one_line_exit_2(tmp_path, capsys):
+    assert main(["run", "--envs", str(tmp_path / "nope.jsonl"), "--scenarios", str(SCENARIOS),
+                 "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and "not found" in err and len(err.splitlines()) == 1
+    assert main(["run", "--envs", str(ENVS), "--scenarios", str(SCENARIOS), "--out", str(tmp_path),
+                 "--scenario-id", "missing"]) == 2
+
+
+def test_report_and_filter_commands(scripted_env, tmp_path, capsys):
+    scripted_env.policy = planned(CHECKOUT_PLAN, by_task={"Emma": RETURN_PLAN})
+    assert run_cmd(tmp_path, "--samples", "1") == 0
+    traj_file = tmp_path / "trajectories.jsonl"
+    assert main(["report", "--trajectories", str(traj_file), "--out", str(tmp_path / "r.json")]) == 0
+    assert json.loads((tmp_path / "r.json").read_text())["overall"]["episodes"] == 2
+    kept = tmp_path / "sft.jsonl"
+    assert main(["filter", "--trajectories", str(traj_file), "--out", str(kept)]) == 0
+    # the return episode has only 2 assistant turns (< 3) and is dropped for its action count
+    assert [t.scenario_id for t in JsonlStore(kept, Trajectory).read_all()] == ["library-checkout"]
+    assert "dropped: action_count" in capsys.readouterr().out
+
+
+def test_interrupted_episode_resumes_from_the_response_cache(scripted_env, tmp_path):
+    # the endpoint dies at the third agent turn of every episode: nothing is written
+    dying = planned([*CHECKOUT_PLAN[:2], Reply.error("500")])
+    scripted_env.policy = dying
+    assert run_cmd(tmp_path, "--scenario-id", "library-checkout") == 1
+    assert not (tmp_path / "trajectories.jsonl").exists() or not (tmp_path / "trajectories.jsonl").read_text()
+    before = len(scripted_env.completion_requests)
+    scripted_env.policy = planned(CHECKOUT_PLAN)
+    assert run_cmd(tmp_path, "--scenario-id", "library-checkout") == 0
+    assert len(scripted_env.completion_requests) - before == 1  # turns 1-2 came from the cache
+    [t] = JsonlStore(tmp_path / "trajectories.jsonl", Trajectory).read_all()
+    assert t.reward.final == 1.0 and t.usage.cache_hits == 2 and t.usage.calls == 1
+
+
+def test_user_mode_with_text_agent(scripted_env, tmp_path):
+    scripted_env.policy = planned(
+        [Reply.text('<tool_call>{"name": "checkout_book", "arguments": {"book_id": "B1", "member_id": "M1"}}'
+                    '</tool_call>'), Reply.text("Done: B1 is lent to M1.")],
+        [Reply.text("# Thought: ask\n# Reply: Please lend B1 to M1."), Reply.text("###STOP###")])
+    assert run_cmd(tmp_path, "--scenario-id", "library-checkout", "--mode", "user", "--agent-mode", "text") == 0
+    [t] = JsonlStore(tmp_path / "trajectories.jsonl", Trajectory).read_all()
+    assert (t.mode, t.agent_mode, t.termination) == ("user", "text", "user_stop")
+    assert t.reward.final == 1.0 and t.flags == [] and t.user_messages
