@@ -1,8 +1,9 @@
 """Render a :class:`~sft.dialogue.Dialogue` as LlamaFactory rows.
 
 * ShareGPT (default): LlamaFactory's native tool format. ``function_call`` values are the JSON call
-  (a JSON list for parallel calls), reasoning kept as a leading ``<think>`` block (the template's
-  ``thought_words``), parallel tool results merged into one ``observation`` turn.
+  (a JSON list for parallel calls; ``text<tool_call>{json}</tool_call>`` when one call comes with
+  text), reasoning kept as a leading ``<think>`` block (the template's ``thought_words``),
+  parallel tool results merged into one ``observation`` turn.
 * Alpaca: the original EnvScaler variant. Tools and calls are rendered as Qwen3 chat-template
   text (``# Tools``/``<tools>`` in the system prompt, ``<tool_call>`` in assistant text,
   ``<tool_response>`` user turns) and each n-turn dialogue becomes n samples with ``history``,
@@ -54,17 +55,22 @@ def _sharegpt_turn(turn: Turn) -> dict[str, str]:
         return {"from": "observation", "value": merge_results(turn.results)}
     if turn.kind == "text":
         return {"from": "gpt", "value": with_thought(turn.reasoning, turn.text)}
-    calls = turn.calls[0] if len(turn.calls) == 1 else turn.calls
-    return {"from": "function_call", "value": with_thought(turn.reasoning, _dumps(calls))}
+    if len(turn.calls) == 1 and turn.text:
+        # LlamaFactory >= 0.9.4 keeps free text before one <tool_call> (its tool_call_words).
+        value = f"{turn.text}\n<tool_call>{_dumps(turn.calls[0])}</tool_call>"
+    else:
+        value = _dumps(turn.calls[0] if len(turn.calls) == 1 else turn.calls)
+    return {"from": "function_call", "value": with_thought(turn.reasoning, value)}
 
 
 def to_sharegpt(dialogue: Dialogue, meta: dict[str, Any]) -> dict[str, Any]:
     """One ShareGPT row: ``conversations``, ``system``, ``tools`` (a JSON string) and ``meta``.
 
-    Text an assistant wrote next to its tool calls is not representable in LlamaFactory's
-    ``function_call`` turn; it is counted in ``meta["dropped_call_text"]``.
+    Text an assistant wrote next to *parallel* tool calls has no place in LlamaFactory's
+    ``function_call`` turn (only its single-call ``<tool_call>`` form keeps text); such turns
+    are counted in ``meta["dropped_call_text"]``.
     """
-    dropped = sum(1 for t in dialogue.turns if t.kind == "calls" and t.text)
+    dropped = sum(1 for t in dialogue.turns if t.kind == "calls" and t.text and len(t.calls) > 1)
     return {
         "conversations": [_sharegpt_turn(t) for t in dialogue.turns],
         "system": dialogue.system,

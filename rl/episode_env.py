@@ -1,0 +1,199 @@
+"""A framework-free, Gym-shaped EnvScaler environment for RL (text in, text out).
+
+:class:`EpisodeEnv` runs one sandboxed scenario per episode through the shared rollout engine
+(``envscaler_core.rollout``: the agent side is fed the policy's text instead of calling an LLM;
+the simulated user, in ``user`` mode, is a real LLM endpoint). ``reset`` gives the task (or the
+simulated user's opening); ``step`` parses ``<tool_call>`` blocks, runs them in the sandbox and
+returns the observation text; the reward is the checklist pass share at the end, optionally
+spread over the steps as progress (the sum of step rewards is then still the final share).
+The ROLL (``gem.Env``) and TRL adapters wrap this class.
+"""
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Literal, Optional
+
+from envscaler_core.artifacts import Trajectory
+from envscaler_core.llm import LLMClient, resolve_llm_config
+from envscaler_core.rollout import (AgentPolicy, ChecklistReward, Episode, EpisodeOutcome,
+                                    RolloutSettings, UserSimulator)
+from envscaler_core.rollout.rewards import share_true
+from envscaler_core.runtime import run_checkers
+from rl.actions import ToolCallMode, parse_action
+from rl.resources import shared_factory
+from rl.tasks import load_task_set
+
+
+@dataclass
+class EnvOptions:
+    """Constructor settings (ROLL passes ``custom_envs.<tag>.env_config`` as keyword args).
+
+    Attributes:
+        envs_path: Environments file (ours or the original release).
+        scenarios_path: Scenarios file (ours or the original release).
+        mode: ``task`` (the task is the first user message) or ``user`` (simulated user).
+        tool_call_mode: Run the ``first`` ``<tool_call>`` of a step (ROLL/original) or ``all``.
+        max_steps: Agent steps before truncation (the paper's 40 actions).
+        progress_reward: Give the change of the checklist pass share after each step.
+        reward_on_truncation: Score truncated episodes (the original gives them 0).
+        pool_size: Sandbox workers shared by the envs of one process.
+        user_llm: Overrides of the simulated user's endpoint (``base_url``, ``model``, ...);
+            the ``USER_OPENAI_*`` / ``OPENAI_*`` variables are read first.
+        require_proven: Only scenarios with status ``checked``/``proven``.
+    """
+
+    envs_path: str
+    scenarios_path: str
+    mode: Literal["task", "user"] = "task"
+    tool_call_mode: ToolCallMode = "first"
+    max_steps: int = 40
+    progress_reward: bool = False
+    reward_on_truncation: bool = False
+    pool_size: int = 4
+    user_llm: Optional[dict[str, Any]] = None
+    require_proven: bool = False
+
+
+class EpisodeEnv:
+    """One environment instance; ``reset`` starts an episode, ``step`` plays one model turn."""
+
+    def __init__(self, **options: Any) -> None:
+        self.options = EnvOptions(**options)
+        if self.options.tool_call_mode not in ("first", "all"):
+            raise ValueError(f"tool_call_mode must be 'first' or 'all', not {self.options.tool_call_mode!r}")
+        self.tasks = load_task_set(self.options.envs_path, self.options.scenarios_path,
+                                   self.options.require_proven)
+        self.settings = RolloutSettings(mode=self.options.mode, agent_mode="text",
+                                        max_steps=self.options.max_steps)
+        self.factory = shared_factory(self.options.pool_size)
+        self.reward_hook = ChecklistReward(self.factory, progress=False)
+        self._user_client: Optional[LLMClient] = None
+        self._loop = asyncio.new_event_loop()
+        self.episode: Optional[Episode] = None
+        self._env = None
+        self._shares: list[float] = [0.0]
+        self.final_reward: Optional[float] = None
+        self.result = None
+
+    # ------------------------------------------------------------------ plumbing
+    def _run(self, coroutine):
+        return self._loop.run_until_complete(coroutine)
+
+    def _user(self, task: str) -> Optional[UserSimulator]:
+        if self.options.mode != "user":
+            return None
+        if self._user_client is None:
+            config = resolve_llm_config("user", dict(self.options.user_llm or {}))
+            self._user_client = LLMClient(config, label="rl-user")
+        return UserSimulator(self._user_client, task, self.settings.user_temperature)
+
+    # ------------------------------------------------------------------ gym API
+    def reset(self, seed: Optional[int] = None, task_index: Optional[int] = None) -> tuple[str, dict]:
+        """Start an episode: the scenario is ``task_index`` or drawn with ``seed``.
+
+        Returns:
+            ``(first user message, info)``; ``info`` has ``system_prompt`` (instructions,
+            environment introduction and the Qwen3 ``<tools>`` block; also as
+            ``env_instruction``, which ROLL's TrajEnvManager puts before the first user turn),
+            ``tools``, ``task``, ``scenario_id`` and ``env_id``.
+        """
+        self.close_episode()
+        task = self.tasks.task(seed, task_index)
+        self._env = self._run(self.factory.open(task))
+        policy = AgentPolicy(None, self.settings, self._env.tools, task.env_introduction)
+        self.episode = Episode(task, self._env, policy, self.settings, user=self._user(task.task))
+        self._run(self.episode.start())
+        self._shares, self.final_reward, self.result = [0.0], None, None
+        if self.options.progress_reward:
+            self._shares = [self._share(self.episode.initial_state)]
+        first = next(m["content"] for m in self.episode.messages if m["role"] == "user") \
+            if self.episode.messages else ""
+        info = {"system_prompt": policy.system_prompt, "env_instruction": policy.system_prompt,
+                "tools": self._env.tools, "task": task.task,
+                "scenario_id": task.scenario_id, "env_id": task.env_id, "mode": self.options.mode}
+        return first, info
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
+        """Play one model turn.
+
+        Returns:
+            ``(observation, reward, terminated, truncated, info)``: the observation is the text
+            the model sees next (``<tool_response>`` blocks, a format error, or the simulated
+            user's reply); ``info["metrics"]`` counts calls and errors.
+        """
+        if self.episode is None or self.episode.done:
+            raise RuntimeError("step() after the episode ended: call reset() first")
+        before_msgs, before_steps = len(self.episode.messages), len(self.episode.steps)
+        parsed = parse_action(self.episode.agent, str(action), self.options.tool_call_mode)
+        self._run(self.episode.agent_turn(parsed))
+        if self.episode.next == "user":
+            self._run(self.episode.user_turn())
+        new_steps = self.episode.steps[before_steps:]
+        observation = "\n".join(m.get("content") or "" for m in self.episode.messages[before_msgs:]
+                                if m["role"] != "assistant")
+        truncated = self.episode.termination == "max_steps"
+        terminated = self.episode.done and not truncated
+        reward = self._reward(new_steps)
+        info = {"metrics": {"tool_calls": len(parsed.calls),
+                            "format_error": float(bool(parsed.format_errors)),
+                            "tool_errors": sum(s.error_type is not None for s in new_steps)},
+                "termination": self.episode.termination or None}
+        if self.episode.done:
+            info["metrics"]["final_reward"] = self.final_reward
+            info["metrics"]["num_actions"] = self.episode.agent_turns
+        return observation, reward, terminated, truncated, info
+
+    # ------------------------------------------------------------------ rewards
+    def _share(self, state: dict) -> float:
+        task = self.episode.task
+        funcs = [c.check_func for c in task.payload.scenario.checklist_with_func]
+        results = run_checkers(self.factory.pool, funcs, state, self.episode.initial_state)
+        return share_true(results)
+
+    def _reward(self, new_steps) -> float:
+        if self.episode.done:
+            final = self.score()
+            return round(final - (self._shares[-1] if self.options.progress_reward else 0.0), 4)
+        if self.options.progress_reward and any(s.state_diff for s in new_steps):
+            share = self._share(self._run(self._env.snapshot()))
+            delta, self._shares = share - self._shares[-1], self._shares + [share]
+            return round(delta, 4)
+        return 0.0
+
+    def score(self) -> float:
+        """End the episode now (if it is running) and return its checklist reward."""
+        if self.final_reward is not None:
+            return self.final_reward
+        if not self.episode.done:
+            self.episode.stop("scored")
+        truncated = self.episode.termination == "max_steps"
+        if truncated and not self.options.reward_on_truncation:
+            self.final_reward = 0.0
+            return 0.0
+        final_state = self._run(self._env.snapshot())
+        outcome = EpisodeOutcome(self.episode.task, self.episode.initial_state, final_state,
+                                 list(self.episode.steps), self.episode.termination)
+        self.result = self._run(self.reward_hook(outcome))
+        self.final_reward = self.result.reward.final
+        return self.final_reward
+
+    def trajectory(self) -> Trajectory:
+        """The episode so far as a :class:`Trajectory` (with its reward once scored)."""
+        trajectory = self.episode.trajectory(model="policy")
+        if self.result is not None:
+            trajectory.reward, trajectory.flags = self.result.reward, trajectory.flags + self.result.flags
+        return trajectory
+
+    # ------------------------------------------------------------------ cleanup
+    def close_episode(self) -> None:
+        """Free the current episode's sandbox session (the env stays usable)."""
+        if self._env is not None:
+            self._run(self._env.close())
+            self._env = None
+
+    def close(self) -> None:
+        """Free the sandbox session and the event loop."""
+        self.close_episode()
+        if not self._loop.is_closed():
+            self._loop.close()

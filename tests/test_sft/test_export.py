@@ -1,0 +1,135 @@
+"""sft export: conversion rules, drop reasons, files written, CLI errors (main venv, fast)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from sft.dialogue import DropSample, to_dialogue
+from sft.export import ExportConfig, convert
+from sft.formats import qwen3_system, to_alpaca, to_sharegpt
+from tests.test_sft import samples
+
+
+def roles(row):
+    return [turn["from"] for turn in row["conversations"]]
+
+
+def assert_alternates(row):
+    names = roles(row)
+    assert len(names) % 2 == 0
+    assert all(r in ("human", "observation") for r in names[0::2]), names
+    assert all(r in ("gpt", "function_call") for r in names[1::2]), names
+
+
+def sharegpt(trajectory):
+    return to_sharegpt(to_dialogue(trajectory), {"id": trajectory.id})
+
+
+def test_single_calls_keep_reasoning_and_text():
+    row = sharegpt(samples.single_call())
+    assert roles(row) == ["human", "function_call", "observation", "function_call",
+                          "observation", "gpt"]
+    first = row["conversations"][1]["value"]
+    assert first.startswith("<think>\nI should look it up first.\n</think>\n\n")
+    assert json.loads(first.split("</think>\n\n", 1)[1]) == {
+        "name": "get_order", "arguments": {"order_id": "A1"}}
+    second = row["conversations"][3]["value"]
+    assert second.startswith("Cancelling now.\n<tool_call>") and second.endswith("</tool_call>")
+    assert row["conversations"][5]["value"].startswith("<think>\nDone.\n</think>")
+    assert row["system"] == samples.SYSTEM
+    assert [t["function"]["name"] for t in json.loads(row["tools"])] == ["get_order", "cancel_order"]
+
+
+def test_parallel_calls_are_a_list_and_results_follow_call_order():
+    row = sharegpt(samples.parallel_calls())
+    assert roles(row) == ["human", "function_call", "observation", "gpt"]
+    calls = json.loads(row["conversations"][1]["value"])
+    assert [c["arguments"]["order_id"] for c in calls] == ["A1", "B2"]
+    first, second = row["conversations"][2]["value"].split("\n</tool_response>\n<tool_response>\n")
+    assert json.loads(first)["order_id"] == "A1" and json.loads(second)["order_id"] == "B2"
+
+
+def test_user_mode_trailing_user_turn_is_trimmed():
+    row = sharegpt(samples.user_mode())
+    assert_alternates(row)
+    assert roles(row)[-1] == "gpt"
+    assert "###STOP###" not in json.dumps(row["conversations"])
+
+
+@pytest.mark.parametrize("trajectory, reason", list(zip(samples.broken(), [
+    "tool result without a preceding call", "consecutive assistant messages",
+    "unparseable tool-call arguments", "no assistant turn"])))
+def test_broken_trajectories_are_dropped_with_reason(trajectory, reason):
+    with pytest.raises(DropSample, match=reason):
+        to_dialogue(trajectory)
+
+
+def test_text_mode_tool_calls_are_parsed():
+    trajectory = samples.trajectory("t-text", [
+        {"role": "user", "content": "Cancel A1"},
+        {"role": "assistant",
+         "content": '<think>look</think>\n<tool_call>{"name": "get_order", "arguments": {"order_id": "A1"}}</tool_call>'},
+        samples.tool("call_0", {"status": "pending"}),
+        {"role": "assistant", "content": "Task Completed"}])
+    trajectory.agent_mode = "text"
+    row = sharegpt(trajectory)
+    assert roles(row) == ["human", "function_call", "observation", "gpt"]
+    assert row["conversations"][1]["value"].startswith("<think>\nlook\n</think>")
+
+
+def test_convert_filters_by_reward_and_reports_reasons():
+    trajectories = samples.good() + samples.broken() + [samples.single_call("t-low", 0.1)]
+    rows, report = convert(trajectories, ExportConfig(min_reward=0.4))
+    assert [r["meta"]["id"] for r in rows] == ["t-single", "t-parallel", "t-user"]
+    assert report["kept"] == 3 and report["dropped"] == 5
+    assert report["drop_reasons"]["reward below 0.4"] == 1
+    assert {d["id"] for d in report["dropped_ids"]} >= {"t-low", "t-orphan-result"}
+    for row in rows:
+        assert_alternates(row)
+
+
+def test_alpaca_splits_per_turn_with_history():
+    trajectory = samples.single_call()
+    rows = to_alpaca(to_dialogue(trajectory), {"id": trajectory.id})
+    assert len(rows) == 3
+    assert [len(r["history"]) for r in rows] == [0, 1, 2]
+    assert rows[0]["output"].startswith("<think>\nI should look it up first.\n</think>\n\n<tool_call>\n")
+    assert "<think>" not in rows[2]["history"][0][1]          # history loses reasoning
+    assert rows[1]["instruction"].startswith("<tool_response>\n{")
+    assert rows[1]["output"] == ('Cancelling now.\n<tool_call>\n{"name": "cancel_order", "arguments": '
+                                 '{"order_id": "A1", "reason": "mistake"}}\n</tool_call>')
+    assert rows[0]["system"] == qwen3_system(samples.SYSTEM, samples.TOOLS)
+    assert rows[0]["system"].startswith(samples.SYSTEM + "\n\n# Tools\n")
+
+
+def run_export(*args):
+    return subprocess.run([sys.executable, "-m", "sft", "export", *map(str, args)],
+                          capture_output=True, text=True, env={"ENVSCALER_NO_PROGRESS": "1",
+                                                               "PATH": "/usr/bin:/bin"})
+
+
+def test_cli_writes_dataset_info_and_report(tmp_path):
+    source = tmp_path / "trajectories.jsonl"
+    samples.write_jsonl(source, samples.good() + samples.broken())
+    out = tmp_path / "sft"
+    for fmt in ("sharegpt", "alpaca"):
+        result = run_export("--trajectories", source, "--out", out, "--format", fmt)
+        assert result.returncode == 0, result.stderr
+    info = json.loads((out / "dataset_info.json").read_text())
+    assert info["envscaler_sft_sharegpt"]["formatting"] == "sharegpt"
+    assert info["envscaler_sft_alpaca"]["columns"]["history"] == "history"
+    assert len(json.loads((out / "envscaler_sft_sharegpt.json").read_text())) == 3
+    report = json.loads((out / "envscaler_sft_alpaca.report.json").read_text())
+    assert report["kept"] == 3 and report["dropped"] == 4 and report["rows"] == 3 + 2 + 3
+
+
+def test_cli_bad_input_exits_2(tmp_path):
+    missing = run_export("--trajectories", tmp_path / "nope.jsonl", "--out", tmp_path / "o")
+    assert missing.returncode == 2 and "not found" in missing.stderr
+    source = tmp_path / "t.jsonl"
+    samples.write_jsonl(source, samples.broken())
+    empty = run_export("--trajectories", source, "--out", tmp_path / "o")
+    assert empty.returncode == 2 and "no trajectory survived" in empty.stderr
