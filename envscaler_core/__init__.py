@@ -1,1 +1,5 @@
 """Shared core of EnvScaler: artifacts, LLM client, sandboxed runtime, rollouts."""
+
+from envscaler_core import _astguard
+
+_astguard.install()

@@ -81,6 +81,8 @@ class ToolVerdict(BaseModel):
     llm_verdict: Optional[Literal["Pass", "Warning", "Fail"]] = None
     llm_reason: str = ""
     verdict: Literal["Pass", "Warning", "Fail"] = "Pass"
+    arguments_source: Optional[str] = None  # "derived" (from the state) or "llm"
+    warnings: list[str] = Field(default_factory=list)  # soft oracle findings
 
 
 class InspectionReport(BaseModel):
@@ -94,6 +96,8 @@ class InspectionReport(BaseModel):
     per_tool: dict[str, list[ToolVerdict]] = Field(default_factory=dict)
     repairs: list[dict[str, Any]] = Field(default_factory=list)
     checker_agreement: Optional[float] = None
+    calibration: dict[str, Any] = Field(default_factory=dict)
+    dropped_tools: list[str] = Field(default_factory=list)
     reason: str = ""
 
 

@@ -12,6 +12,7 @@ import importlib.metadata
 import logging
 import platform
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable, Optional, Sequence
@@ -88,14 +89,21 @@ async def process_items(ctx: StageContext, items: Iterable[tuple[str, Any]], wor
     todo = [(item_id, payload) for item_id, payload in items if item_id not in done_set]
     stats = ItemStats(total=len(items), skipped=len(items) - len(todo))
     if ctx.config.executor == "ray":
-        from envscaler_core.ray_executor import run_on_ray
+        from envscaler_core.ray_executor import run_on_ray, share_embedded_endpoint
 
-        outcomes = run_on_ray(todo, work, ctx.config.ray_address, desc or ctx.name, ctx.meter)
-        for item_id, result, error in outcomes:
+        if todo:
+            share_embedded_endpoint(ctx.config)
+        outcomes = run_on_ray(todo, work, ctx.config.ray_address, desc or ctx.name, ctx.meter,
+                              concurrency=concurrency or ctx.config.concurrency)
+        for item_id, result, error in outcomes:  # appended as they arrive: resumable
             _record(ctx, store, stats, item_id, result, error)
         return stats
     semaphore = asyncio.Semaphore(concurrency or ctx.config.concurrency)
     bar = progress_bar(total=len(todo), desc=desc or ctx.name)
+    # Appends fsync; on one writer thread (which alone updates ``stats``) they never stall the
+    # event loop, so the other items in flight keep going while a record is made durable.
+    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{ctx.name}-writer")
+    loop = asyncio.get_running_loop()
 
     async def one(item_id: str, payload: Any) -> None:
         async with semaphore:
@@ -104,12 +112,13 @@ async def process_items(ctx: StageContext, items: Iterable[tuple[str, Any]], wor
             except Exception as exc:  # recorded per item; the stage goes on
                 log.debug("item %s failed", item_id, exc_info=True)
                 result, error = None, f"{type(exc).__name__}: {exc}"
-        _record(ctx, store, stats, item_id, result, error)
+        await loop.run_in_executor(writer, _record, ctx, store, stats, item_id, result, error)
         bar.update(1)
 
     try:
         await asyncio.gather(*(one(i, p) for i, p in todo))
     finally:
+        writer.shutdown(wait=True)
         bar.close()
     return stats
 

@@ -91,20 +91,25 @@ class JsonlStore(Generic[M]):
 
     def append(self, record: M) -> None:
         """Append one record atomically (one write of a whole line, then fsync)."""
-        line = (record.model_dump_json() + "\n").encode()
+        self._write((record.model_dump_json() + "\n").encode())
+
+    def extend(self, records: list[M]) -> None:
+        """Append many records with one write and one fsync (a crash may tear only the last line)."""
+        if records:
+            self._write("".join(r.model_dump_json() + "\n" for r in records).encode())
+
+    def _write(self, data: bytes) -> None:
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._repair_torn_tail()
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
-                os.write(fd, line)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
                 os.fsync(fd)
             finally:
                 os.close(fd)
-
-    def extend(self, records: list[M]) -> None:
-        for record in records:
-            self.append(record)
 
     def rewrite(self, records: list[M]) -> None:
         """Replace the whole file atomically (write a temp file, then rename)."""

@@ -12,6 +12,7 @@ import atexit
 import logging
 import queue
 import threading
+import uuid
 import weakref
 from typing import Any, Optional
 
@@ -22,6 +23,9 @@ __all__ = ["WorkerPool"]
 
 log = logging.getLogger(__name__)
 _POOLS: "weakref.WeakSet[WorkerPool]" = weakref.WeakSet()
+# Pools re-created in this process for pools pickled elsewhere (e.g. into a Ray worker).
+_ADOPTED: "dict[str, WorkerPool]" = {}
+_ADOPT_LOCK = threading.Lock()
 
 
 @atexit.register
@@ -39,6 +43,11 @@ class WorkerPool:
 
     Processes start in the constructor (never at import time). Use as a
     context manager or call :meth:`close`.
+
+    A pool pickles as a reference: unpickled in another process (a Ray
+    worker running a stage's work), it becomes that process's own pool of
+    the same size and limits, created once per process and shared by every
+    object that referred to the original.
     """
 
     def __init__(self, size: int = 4, limits: Optional[SandboxLimits] = None) -> None:
@@ -49,9 +58,13 @@ class WorkerPool:
         self._idle: "queue.Queue[Worker]" = queue.Queue()
         self._lock = threading.Lock()
         self._closed = False
+        self.token = uuid.uuid4().hex
         for _ in range(size):
             self._idle.put(Worker(self.limits))
         _POOLS.add(self)
+
+    def __reduce__(self):
+        return (_pool_for_token, (self.token, self.size, self.limits))
 
     def acquire(self, timeout: Optional[float] = None) -> Worker:
         """Takes an idle worker (blocking), replacing it first if it died.
@@ -115,3 +128,26 @@ class WorkerPool:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _pool_for_token(token: str, size: int, limits: SandboxLimits) -> WorkerPool:
+    """This process's pool standing for the pickled pool ``token`` (created on first use)."""
+    with _ADOPT_LOCK:
+        for pool in list(_POOLS):
+            if pool.token == token and not pool._closed:
+                return pool
+        pool = _ADOPTED.get(token)
+        if pool is None or pool._closed:
+            pool = WorkerPool(size, limits)
+            pool.token = token
+            _ADOPTED[token] = pool
+        return pool
+
+
+def close_adopted_pools() -> None:
+    """Closes the pools this process re-created for pickled pools (see :meth:`WorkerPool.__reduce__`)."""
+    with _ADOPT_LOCK:
+        pools = list(_ADOPTED.values())
+        _ADOPTED.clear()
+    for pool in pools:
+        pool.close()
