@@ -52,8 +52,10 @@ class Run:
         envs, scenarios = out / "envs.jsonl", out / "scenarios.jsonl"
         if count_accepted_envs(envs) == 0 and self.config.fallback_envs:
             envs = self.config.fallback_envs
-        if count_proven_scenarios(scenarios) == 0 and self.config.fallback_scenarios:
-            scenarios = self.config.fallback_scenarios
+        if (scenarios.exists() and count_proven_scenarios(scenarios) == 0
+                and self.config.fallback_scenarios and self.config.fallback_envs):
+            # the bundled scenarios belong to the bundled environment: switch both together
+            envs, scenarios = self.config.fallback_envs, self.config.fallback_scenarios
         return {"out": str(out), "config": str(self.config_path), "tasks": str(self.config.tasks),
                 "limit": str(self.config.limit), "envs": str(envs), "scenarios": str(scenarios)}
 

@@ -1,0 +1,63 @@
+"""The demo configuration end to end against the scripted server (and, marked, the real model)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envscaler_core.testing import ScriptedServer
+from tests.test_pipeline.scripted_world import PipelineWorld
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _run_pipeline(out: Path, env: dict, timeout: int) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipeline", "--config", "configs/demo.yaml",
+                           "--out", str(out)], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_demo_config_end_to_end_on_the_scripted_server(tmp_path):
+    out = tmp_path / "demo"
+    with ScriptedServer(PipelineWorld()) as server:
+        env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test",
+               "OPENAI_MODEL": "scripted", "ENVSCALER_NO_PROGRESS": "1"}
+        proc = _run_pipeline(out, env, timeout=600)
+        calls_first = len(server.completion_requests)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        envs = _records(out / "envs.jsonl")
+        assert [e["status"] for e in envs].count("accepted") >= 1
+        scenarios = _records(out / "scenarios.jsonl")
+        assert any(s["status"] == "proven" for s in scenarios)
+        for mode in ("task", "user"):
+            trajectories = _records(out / f"rollouts_{mode}" / "trajectories.jsonl")
+            assert trajectories and all(t["reward"]["final"] == 1.0 for t in trajectories), mode
+        assert (out / "sft" / "dataset_info.json").exists()
+        assert (out / "filtered_env_metadata.json").exists()
+        assert "EnvScaler pipeline summary" in proc.stdout and "python -m interact_with_env app" in proc.stdout
+        assert "NOTE:" not in proc.stdout  # nothing fell back: the synthesized env was kept
+        # a second run resumes everything and pays for no LLM call
+        again = _run_pipeline(out, env, timeout=600)
+        assert again.returncode == 0, again.stderr[-2000:]
+        assert len(server.completion_requests) == calls_first
+
+
+@pytest.mark.embedded
+def test_demo_on_the_embedded_model_completes_and_reports_honestly(tmp_path):
+    out = tmp_path / "demo"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ENVSCALER_EMBEDDED"))}
+    proc = _run_pipeline(out, {**env, "ENVSCALER_NO_PROGRESS": "1"}, timeout=3000)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "EnvScaler pipeline summary" in proc.stdout
+    kept = sum(1 for e in _records(out / "envs.jsonl") if e["status"] == "accepted") if (out / "envs.jsonl").exists() else 0
+    if kept == 0:
+        assert "No synthesized environment passed inspection" in proc.stdout
+    assert list(out.rglob("trajectories.jsonl")), "rollouts ran (on the kept or the bundled environment)"
