@@ -46,13 +46,14 @@ class Run:
         self.config, self.config_path = config, config_path
         self.timings: list[tuple[str, float, str]] = []
         self.notes: list[str] = []
+        self.scenarios_attempted = False
 
     def placeholders(self) -> dict[str, str]:
         out = self.config.out
         envs, scenarios = out / "envs.jsonl", out / "scenarios.jsonl"
         if count_accepted_envs(envs) == 0 and self.config.fallback_envs:
             envs = self.config.fallback_envs
-        if (scenarios.exists() and count_proven_scenarios(scenarios) == 0
+        if (self.scenarios_attempted and count_proven_scenarios(scenarios) == 0
                 and self.config.fallback_scenarios and self.config.fallback_envs):
             # the bundled scenarios belong to the bundled environment: switch both together
             envs, scenarios = self.config.fallback_envs, self.config.fallback_scenarios
@@ -78,14 +79,22 @@ class Run:
         self._note_fallbacks(step)
         return True
 
+    def _note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
     def _note_fallbacks(self, step: Step) -> None:
         out = self.config.out
+        if step.args[:1] != ["run"]:
+            return
+        if step.module == "scen_generator":
+            self.scenarios_attempted = True
         if step.module == "skel_builder" and count_accepted_envs(out / "envs.jsonl") == 0:
-            self.notes.append("No synthesized environment passed inspection with this model"
+            self._note("No synthesized environment passed inspection with this model"
                               + (f"; downstream stages use the bundled environment {self.config.fallback_envs}"
                                  if self.config.fallback_envs else "."))
         if step.module == "scen_generator" and count_proven_scenarios(out / "scenarios.jsonl") == 0:
-            self.notes.append("No generated scenario was proven with this model"
+            self._note("No generated scenario was proven with this model"
                               + (f"; rollouts use the bundled scenarios {self.config.fallback_scenarios}"
                                  if self.config.fallback_scenarios else "."))
 

@@ -67,12 +67,15 @@ def _user(request: dict[str, Any]) -> Reply:
 class PipelineWorld:
     """Routes each request to the answer a good model would give."""
 
-    def __init__(self) -> None:
+    def __init__(self, judge_rejects_all: bool = False) -> None:
         self.skel = LibraryPolicy()
+        self.judge_rejects_all = judge_rejects_all
 
     def __call__(self, request: dict[str, Any]) -> Reply:
         name, text = schema_name(request), last_user_text(request)
         system = (request["messages"][0].get("content") or "") if request["messages"] else ""
+        if self.judge_rejects_all and name == "JudgeAnswer":
+            return Reply.json({"analysis": "not stateful", "stateful": False})
         if request.get("tools"):
             return _agent(request)
         if "###STOP###" in system:

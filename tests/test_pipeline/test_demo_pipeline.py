@@ -50,6 +50,19 @@ def test_demo_config_end_to_end_on_the_scripted_server(tmp_path):
         assert len(server.completion_requests) == calls_first
 
 
+def test_demo_falls_back_to_the_bundled_environment_and_says_so(tmp_path):
+    out = tmp_path / "demo"
+    with ScriptedServer(PipelineWorld(judge_rejects_all=True)) as server:
+        env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test",
+               "OPENAI_MODEL": "scripted", "ENVSCALER_NO_PROGRESS": "1"}
+        proc = _run_pipeline(out, env, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "NOTE: No synthesized environment passed inspection" in proc.stdout
+    assert "interact_with_env/data/demo_envs.jsonl" in proc.stdout
+    trajectories = _records(out / "rollouts_task" / "trajectories.jsonl")
+    assert trajectories and {t["env_id"] for t in trajectories} == {"clinic"}
+
+
 @pytest.mark.embedded
 def test_demo_on_the_embedded_model_completes_and_reports_honestly(tmp_path):
     out = tmp_path / "demo"
