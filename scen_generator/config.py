@@ -36,6 +36,11 @@ class ScenGeneratorConfig(StageConfig):
         arg_mutants_must_fail: Require changed-argument mutants to score below 1 too.
         checker_timeout_s: Wall-clock budget of one checker run.
         sandbox_workers: Sandbox worker processes.
+        state_max_tokens / max_tokens: Output caps (a small model can loop inside a JSON dict).
+        state_rules: What a state that breaks the env's rule predicates gets: ``reject``
+            (re-sample with the rule shown, then drop), ``record`` (keep, with the violations
+            stored in ``state_warnings``) or ``off``. Measured: the 1.5B model broke a
+            cross-record rule in 6 of 6 samples, so the default only records.
     """
 
     per_env: int = 50
@@ -56,3 +61,6 @@ class ScenGeneratorConfig(StageConfig):
     arg_mutants_must_fail: bool = True
     checker_timeout_s: float = 2.0
     sandbox_workers: int = 2
+    state_max_tokens: int = 2000
+    max_tokens: int = 800
+    state_rules: Literal["reject", "record", "off"] = "record"

@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 from envscaler_core.artifacts import ToolCall
 
-from scen_generator.sandbox import _leaf_fields
+from scen_generator.sandbox import leaf_fields
 
 
 @dataclass
@@ -28,7 +28,7 @@ def _other_value(name: str, value: Any, state: dict) -> Optional[Any]:
     if isinstance(value, (int, float)):
         return value + 1
     if isinstance(value, str):
-        for key, other in _leaf_fields(state):
+        for key, other in leaf_fields(state):
             if key == name and isinstance(other, str) and other != value:
                 return other
         return value + "-mutant"

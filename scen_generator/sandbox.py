@@ -59,6 +59,13 @@ class Sandbox:
         self._tools: dict[str, list[dict]] = {}
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict:
+        # Pickled into a Ray worker: the pool re-creates itself there; a lock cannot travel.
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, _lock=threading.Lock())
+
     def close(self) -> None:
         self.pool.close()
 
@@ -100,18 +107,18 @@ def is_query_tool(env: EnvSpec, name: str) -> bool:
     return name.startswith(_QUERY_PREFIXES)
 
 
-def _leaf_fields(value: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
+def leaf_fields(value: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
     if depth > 4:
         return
     if isinstance(value, dict):
         for key, inner in value.items():
             if isinstance(inner, (dict, list)):
-                yield from _leaf_fields(inner, depth + 1)
+                yield from leaf_fields(inner, depth + 1)
             else:
                 yield key, inner
     elif isinstance(value, list):
         for inner in value[:20]:
-            yield from _leaf_fields(inner, depth + 1)
+            yield from leaf_fields(inner, depth + 1)
 
 
 _DEFAULTS = {"string": "x", "integer": 1, "number": 1.0, "boolean": True, "array": [], "object": {}}
@@ -124,7 +131,7 @@ def sample_arguments(tool: dict, state: dict) -> Optional[dict]:
     """
     params = tool["function"].get("parameters") or {}
     seen: dict[str, Any] = {}
-    for key, value in _leaf_fields(state):
+    for key, value in leaf_fields(state):
         seen.setdefault(key, value)
     args = {}
     for name in params.get("required", []):
@@ -160,4 +167,4 @@ def probe_query_tools(sandbox: Sandbox, env: EnvSpec, state: dict) -> list[str]:
     return problems
 
 
-__all__ = ["Replay", "Sandbox", "EnvLoadError", "is_query_tool", "probe_query_tools", "sample_arguments"]
+__all__ = ["Replay", "Sandbox", "EnvLoadError", "is_query_tool", "leaf_fields", "probe_query_tools", "sample_arguments"]
