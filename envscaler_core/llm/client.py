@@ -42,6 +42,10 @@ class LLMError(RuntimeError):
     """A call failed for good (after retries, or with a non-retryable error)."""
 
 
+class EmptyResponseError(LLMError):
+    """Every attempt came back empty: a model failure (it has nothing to say), not an outage."""
+
+
 class StructuredOutputError(LLMError):
     """The model never produced JSON matching the requested schema."""
 
@@ -216,7 +220,8 @@ class LLMClient:
                     log.warning("%s: attempt %d failed (%s); retrying in %.1fs",
                                 label, attempt + 1, _describe(exc), delay)
                     await asyncio.sleep(delay)
-        raise LLMError(f"{label}: failed after {cfg.max_retries + 1} attempts: {_describe(last)}")
+        error = EmptyResponseError if isinstance(last, _EmptyResponse) else LLMError
+        raise error(f"{label}: failed after {cfg.max_retries + 1} attempts: {_describe(last)}")
 
     def _backoff(self, attempt: int, exc: Exception) -> float:
         delay = min(self.config.backoff_max_s, self.config.backoff_base_s * 2 ** attempt)
@@ -279,8 +284,12 @@ class LLMClient:
                 result.reasoning = result.reasoning or parsed.reasoning
                 result.parsed_from_text = True
         if not result.content.strip() and not result.tool_calls:
-            raise ValueError("empty response (no content and no tool calls)")
+            raise _EmptyResponse("empty response (no content and no tool calls)")
         return result
+
+
+class _EmptyResponse(ValueError):
+    """An answer with neither content nor tool calls (retried like a fault)."""
 
 
 def _wire_body(request: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from envscaler_core.artifacts import Usage
-from envscaler_core.llm import LLMClient, parse_text_tool_calls, split_reasoning
+from envscaler_core.llm import EmptyResponseError, LLMClient, parse_text_tool_calls, split_reasoning
 from envscaler_core.prompts import render_prompt
 from envscaler_core.rollout.types import RolloutSettings, StepOutcome
 
@@ -44,6 +44,8 @@ class AgentAction:
     format_errors: list[str] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     latency_s: float = 0.0
+    empty: bool = False
+    """The model kept answering with nothing at all (a model failure, scored, not retried later)."""
 
 
 def _new_id() -> str:
@@ -96,11 +98,15 @@ class AgentPolicy:
         assert self.client is not None, "no agent client configured"
         fc = self.settings.agent_mode == "fc"
         started = time.perf_counter()
-        result = await self.client.chat(
-            wire_messages(messages), tools=self.tools if fc else None,
-            tool_choice="auto" if fc and self.tools else None,
-            temperature=self.settings.temperature, max_tokens=self.settings.max_tokens,
-            cache_salt=cache_salt)
+        try:
+            result = await self.client.chat(
+                wire_messages(messages), tools=self.tools if fc else None,
+                tool_choice="auto" if fc and self.tools else None,
+                temperature=self.settings.temperature, max_tokens=self.settings.max_tokens,
+                cache_salt=cache_salt)
+        except EmptyResponseError:
+            return AgentAction(message={"role": "assistant", "content": ""}, empty=True,
+                               latency_s=time.perf_counter() - started)
         usage = result.usage.model_copy()
         if result.cached:
             usage = usage.model_copy(update={"calls": 0, "cache_hits": 1})

@@ -100,6 +100,10 @@ class Episode:
         self.usage = self.usage.add(action.usage)
         self.timings["agent_s"] += action.latency_s
         self._append(action.message)
+        if action.empty:
+            self._flag("empty_agent_response")
+            self._end("agent_empty")
+            return action
         if action.calls or action.format_errors:
             await self._execute(action)
             if self.agent_turns >= self.settings.max_steps:

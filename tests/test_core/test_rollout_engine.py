@@ -143,3 +143,10 @@ def test_llm_failure_raises_instead_of_scoring(scripted):
     scripted.policy = lambda request: Reply.error("500")
     with pytest.raises(Exception, match="failed after"):
         run_one(scripted, RolloutSettings())
+
+
+def test_an_agent_that_only_answers_nothing_is_scored_not_dropped(scripted):
+    scripted.policy = lambda request: Reply.text("")  # a weak model emitting EOS at once
+    t = run_one(scripted, RolloutSettings())
+    assert t.termination == "agent_empty" and "empty_agent_response" in t.flags
+    assert t.reward.final == 0.0 and not t.steps
