@@ -14,6 +14,7 @@ class SkelBuilderConfig(StageConfig):
     """
 
     # ---- mining
+    judge: bool = True  # False: take every task as stateful (curated files such as the seed tasks)
     languages_ascii_only: bool = True
     drop_multimodal: bool = True
     drop_keywords: list[str] = ["Role definition:", "USD", "ETH", "Bitcoin", "Ethereum", "@",
@@ -22,7 +23,7 @@ class SkelBuilderConfig(StageConfig):
     min_usefulness: int = 7
     min_modelability: int = 7
     target_count: int = 0  # 0 = keep every env that passes the thresholds (no clustering)
-    near_duplicate_similarity: float = 0.9
+    near_duplicate_similarity: float = 0.7  # cosine; TF-IDF scale (raise it for embeddings)
     embedding_model: Optional[str] = None  # set (with an endpoint) to cluster on embeddings
     # ---- synthesis
     max_entities: int = 5
@@ -40,6 +41,7 @@ class SkelBuilderConfig(StageConfig):
     llm_tester: bool = True
     llm_checker: bool = True
     llm_fail_counts: bool = True  # an LLM "Fail" fails a round that passed every oracle
+    discount_uncalibrated_checker: bool = True  # ...unless its agreement with the oracles is at chance
     repair_rounds: int = 2  # inspect -> fix failing methods -> re-inspect, this many times
     repair_strategy: Literal["repair", "sample", "both"] = "both"
     prune_failing_tools: bool = True

@@ -1,0 +1,116 @@
+"""Inspection with oracles, repair of failing methods, pruning, and checker calibration."""
+from __future__ import annotations
+
+import asyncio
+
+from envscaler_core.llm import LLMClient
+from skel_builder.config import SkelBuilderConfig
+from skel_builder.review import review_env
+
+from .library_world import BROKEN_CHECKOUT, METHODS, LibraryPolicy
+
+
+def _review(scripted, sandbox, draft, **cfg):
+    config = SkelBuilderConfig(rounds=16, **cfg)
+    return asyncio.run(review_env(LLMClient(scripted.config()), sandbox, config, draft))
+
+
+def test_correct_env_is_accepted_and_every_tool_covered(scripted, sandbox, make_draft):
+    scripted.policy = LibraryPolicy()
+    env = _review(scripted, sandbox, make_draft())
+    report = env.inspection
+    assert env.status == "accepted" and report.score >= 0.85
+    assert set(report.per_tool) == {"get_book", "list_member_loans", "checkout_book", "return_book"}
+    for verdicts in report.per_tool.values():
+        assert {v.case_type for v in verdicts} == {"positive", "negative"}
+    assert all(v.oracle_violations == [] for vs in report.per_tool.values() for v in vs)
+
+
+def test_always_pass_checker_cannot_save_a_broken_tool(scripted, sandbox, make_draft):
+    scripted.policy = LibraryPolicy()  # its checker answers Pass to everything
+    env = _review(scripted, sandbox, make_draft(checkout_book=BROKEN_CHECKOUT), repair_rounds=0,
+                  prune_failing_tools=False)
+    report = env.inspection
+    assert env.status == "rejected" and "checkout_book" in report.reason
+    failed = [v for v in report.per_tool["checkout_book"] if v.verdict == "Fail"]
+    assert failed and all(v.llm_verdict == "Pass" for v in failed)
+    assert failed[0].oracle_violations[0].startswith("no_exception")
+    cal = report.calibration
+    assert cal["llm_caught"] == 0 and cal["oracle_failures"] == len(failed) and cal["at_chance"] is True
+    assert cal["llm_pass_rate"] == 1.0 and "at chance" in report.reason
+
+
+def test_failing_method_is_repaired_and_reinspected(scripted, sandbox, make_draft):
+    scripted.policy = LibraryPolicy()  # serves the correct checkout_book when asked to repair
+    env = _review(scripted, sandbox, make_draft(checkout_book=BROKEN_CHECKOUT), repair_rounds=1)
+    report = env.inspection
+    assert env.status == "accepted", report.reason
+    assert report.repairs and report.repairs[0]["tool"] == "checkout_book" and report.repairs[0]["fixed_by_gate"]
+    assert "book.status" not in env.env_class_code
+    assert all(v.verdict != "Fail" for v in report.per_tool["checkout_book"])
+
+
+def test_unrepairable_tool_is_pruned_with_reasons(scripted, sandbox, make_draft):
+    scripted.policy = LibraryPolicy(methods={"checkout_book": [BROKEN_CHECKOUT]})
+    env = _review(scripted, sandbox, make_draft(checkout_book=BROKEN_CHECKOUT), repair_rounds=1,
+                  method_samples=2)
+    report = env.inspection
+    assert report.dropped_tools == ["checkout_book"]
+    assert "checkout_book" not in [t["function"]["name"] for t in env.tools]
+    attempts = report.repairs[0]["attempts"]
+    assert len(attempts) == 2 and not any(a["ok"] for a in attempts)
+    assert env.status == "accepted" and report.accepted
+
+
+def _grumpy(policy):
+    def answer(request):
+        reply = policy(request)
+        if "CheckerVerdict" in str(request.get("response_format")):
+            return type(reply).json({"analysis": "", "result": "Fail", "error_reason": "made up"})
+        return reply
+    return answer
+
+
+def test_checker_at_chance_is_discounted_but_oracles_still_fail(scripted, sandbox, make_draft):
+    scripted.policy = _grumpy(LibraryPolicy(methods={"checkout_book": [BROKEN_CHECKOUT]}))
+    env = _review(scripted, sandbox, make_draft(checkout_book=BROKEN_CHECKOUT), repair_rounds=0)
+    report = env.inspection
+    assert report.calibration["at_chance"] and report.dropped_tools == ["checkout_book"]
+    discounted = [v for vs in report.per_tool.values() for v in vs if v.llm_verdict == "Fail" and v.verdict == "Warning"]
+    assert discounted and "discounted" in discounted[0].warnings[-1]
+    assert env.status == "accepted"
+
+
+def test_llm_fail_counts_only_when_configured(scripted, sandbox, make_draft):
+    scripted.policy = _grumpy(LibraryPolicy())
+    strict = _review(scripted, sandbox, make_draft(), repair_rounds=0, prune_failing_tools=False)
+    assert strict.status == "rejected"
+    lenient = _review(scripted, sandbox, make_draft(), repair_rounds=0, llm_fail_counts=False)
+    assert lenient.status == "accepted"
+    assert lenient.inspection.calibration["agreement"] == 0.0
+
+
+def test_garbage_from_tester_and_checker_leaves_the_oracles_in_charge(scripted, sandbox, make_draft):
+    policy = LibraryPolicy()
+
+    def garbage(request):
+        fmt = str(request.get("response_format"))
+        if "CheckerVerdict" in fmt or "TesterArguments" in fmt:
+            return type(policy(request)).text("Sure! The call looks great.")
+        return policy(request)
+
+    scripted.policy = garbage
+    env = _review(scripted, sandbox, make_draft(), repair_rounds=0)
+    verdicts = [v for vs in env.inspection.per_tool.values() for v in vs]
+    assert env.status == "accepted" and all(v.arguments_source == "derived" for v in verdicts)
+    judged = [v for v in verdicts if not v.llm_reason.startswith("arguments rejected")]
+    assert all(v.llm_verdict is None and v.llm_reason.startswith("checker unavailable") for v in judged)
+
+
+def test_a_draft_that_never_assembled_is_rejected_with_its_reason(scripted, sandbox, make_draft):
+    scripted.policy = LibraryPolicy()
+    draft = make_draft()
+    draft = draft.model_copy(update={"build_log": {"synthesis_error": "assembled class does not load: boom"}})
+    env = _review(scripted, sandbox, draft)
+    assert env.status == "rejected" and env.inspection.reason.startswith("assembled class does not load")
+    assert scripted.completion_requests == []
