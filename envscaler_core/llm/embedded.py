@@ -50,6 +50,16 @@ class EmbeddedServer:
                 self.process.wait()
 
 
+def _die_with_parent() -> None:
+    """Linux: SIGTERM the server when the process that started it dies (even by SIGKILL)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _wait_ready(url: str, process: subprocess.Popen, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -75,7 +85,8 @@ def start_server(model: Optional[str] = None, port: Optional[int] = None,
     log.info("starting embedded llama.cpp server (%s) on 127.0.0.1:%d", path.name, port)
     quiet = not os.environ.get("ENVSCALER_LLAMA_VERBOSE")
     process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL if quiet else None,
-                               stderr=subprocess.DEVNULL if quiet else None)
+                               stderr=subprocess.DEVNULL if quiet else None,
+                               preexec_fn=_die_with_parent)
     server = EmbeddedServer(f"http://127.0.0.1:{port}/v1", str(path), sha, process)
     try:
         _wait_ready(server.base_url, process, timeout=180)

@@ -73,3 +73,28 @@ def test_serve_command_starts_and_stops_cleanly():
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0 and "stopped" in out
+
+
+def test_server_dies_with_the_process_that_started_it():
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = ("from envscaler_core.llm.embedded import start_server\n"
+            "s = start_server()\nprint(s.process.pid, flush=True)\nimport time\ntime.sleep(600)\n")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    server_pid = int(parent.stdout.readline())
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    for _ in range(100):
+        try:
+            status = open(f"/proc/{server_pid}/status").read()
+        except FileNotFoundError:
+            return
+        if "\nState:\tZ" in status:  # exited; only waiting to be reaped
+            return
+        time.sleep(0.1)
+    os.kill(server_pid, signal.SIGKILL)
+    raise AssertionError("the embedded server outlived its parent")

@@ -1,0 +1,144 @@
+"""``python -m evaluation taubench``: tau-bench v1 / tau2-bench with the official code.
+
+Examples::
+
+    # v1 (what EnvScaler reported): agent on our endpoint, user simulator on another
+    OPENAI_BASE_URL=http://127.0.0.1:8000/v1 OPENAI_MODEL=qwen3-8b \\
+    USER_OPENAI_BASE_URL=http://127.0.0.1:8001/v1 USER_OPENAI_MODEL=qwen3-32b \\
+    python -m evaluation taubench --domain retail,airline --samples 4 --taubench-dir ~/tau-bench
+    # tau2 (own Python >= 3.12 venv)
+    python -m evaluation taubench --version 2 --domain retail --tau2-bin ~/tau2-bench/.venv/bin/tau2
+    # only score an existing official results file
+    python -m evaluation taubench --domain retail --import results/tool-calling-....json
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Literal, Optional
+
+from pydantic import Field
+
+from envscaler_core.cli import UserError
+from envscaler_core.config import add_config_arguments, config_from_args
+from envscaler_core.runner import StageContext
+from evaluation import official, taubench
+from evaluation.results import trial_store
+from evaluation.runs import EvalConfig, finish
+
+DOMAINS = ("retail", "airline", "telecom", "mock")
+
+
+class TauConfig(EvalConfig):
+    """Config section ``evaluation_taubench``."""
+
+    version: Literal[1, 2] = 1
+    domains: list[str] = Field(default_factory=lambda: ["retail", "airline"])
+    limit: Optional[int] = Field(default=None, ge=1)
+    task_ids: list[str] = Field(default_factory=list)
+    user_strategy: str = "llm"
+    taubench_dir: Optional[Path] = None
+    tau2_bin: Optional[str] = None
+    tau2_data_dir: Optional[Path] = None
+    harness_python: Optional[str] = None
+    timeout_s: Optional[float] = None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_config_arguments(parser)
+    parser.add_argument("--version", type=int, choices=[1, 2], help="tau-bench v1 (default) or tau2")
+    parser.add_argument("--domain", help="comma list: retail, airline (v2 also telecom, mock)")
+    parser.add_argument("--limit", type=int, help="first N tasks")
+    parser.add_argument("--task-ids", help="comma list of task ids")
+    parser.add_argument("--samples", type=int, help="trials per task (pass^k up to this k)")
+    parser.add_argument("--temperature", type=float, help="agent temperature")
+    parser.add_argument("--user-strategy", help="v1 user simulator strategy (llm, react, ...)")
+    parser.add_argument("--taubench-dir", type=Path, help="tau-bench v1 checkout (has run.py)")
+    parser.add_argument("--tau2-bin", help="the tau2 executable (its own Python >= 3.12 venv)")
+    parser.add_argument("--tau2-data-dir", type=Path, help="tau2 data dir (default: next to tau2-bin)")
+    parser.add_argument("--harness-python", help="Python that runs tau-bench v1 (default: ours)")
+    parser.add_argument("--import", dest="import_file", type=Path,
+                        help="score an existing official results file instead of running")
+
+
+def _config(args: argparse.Namespace) -> TauConfig:
+    domains = [d.strip() for d in args.domain.split(",") if d.strip()] if args.domain else None
+    task_ids = [t.strip() for t in args.task_ids.split(",") if t.strip()] if args.task_ids else None
+    config = config_from_args(TauConfig, "evaluation_taubench", args, version=args.version,
+                              domains=domains, limit=args.limit, task_ids=task_ids,
+                              samples=args.samples, temperature=args.temperature,
+                              user_strategy=args.user_strategy, taubench_dir=args.taubench_dir,
+                              tau2_bin=args.tau2_bin, tau2_data_dir=args.tau2_data_dir,
+                              harness_python=args.harness_python)
+    bad = [d for d in config.domains if d not in DOMAINS or (config.version == 1 and d not in DOMAINS[:2])]
+    if bad:
+        raise UserError(f"unknown tau-bench domain(s) for v{config.version}: {bad}")
+    return config
+
+
+def _run_v1(ctx: StageContext, config: TauConfig, domain: str) -> Path:
+    checkout = official.find_checkout(config.taubench_dir, "tau_bench", "run.py", taubench.V1_INSTALL)
+    agent = official.resolve_endpoint(ctx.config.llm_config("agent"))
+    user = official.resolve_endpoint(ctx.config.llm_config("user"))
+    routes = official.litellm_routes(agent, user)
+    log_dir = ctx.out / "taubench_logs" / f"{domain}_{int(time.time())}"
+    ids = [int(t) for t in config.task_ids] if config.task_ids else None
+    cmd = taubench.v1_command(official.python_for(config.harness_python), checkout / "run.py",
+                              domain=domain, agent=agent, user=user, routes=routes,
+                              trials=config.samples, temperature=config.temperature or 0.0,
+                              log_dir=log_dir, concurrency=config.concurrency,
+                              user_strategy=config.user_strategy, task_ids=ids, limit=config.limit)
+    code = official.run_logged(cmd, cwd=checkout, env=routes.env, log_path=ctx.out / "harness.log",
+                               timeout_s=config.timeout_s)
+    if code != 0:
+        raise UserError(f"tau-bench exited with {code}; see {ctx.out / 'harness.log'}")
+    return taubench.newest_json(log_dir)
+
+
+def _run_v2(ctx: StageContext, config: TauConfig, domain: str) -> Path:
+    tau2 = official.find_executable(config.tau2_bin, "tau2", taubench.V2_INSTALL)
+    data_dir = config.tau2_data_dir or Path(tau2).resolve().parents[2] / "data"
+    agent = official.resolve_endpoint(ctx.config.llm_config("agent"))
+    user = official.resolve_endpoint(ctx.config.llm_config("user"))
+    name = f"envscaler_{domain}_{int(time.time())}"
+    # An absolute --save-to lands in our run dir whether tau2 joins it to its data dir or not.
+    save_to = ctx.out / "tau2" / name
+    save_to.parent.mkdir(parents=True, exist_ok=True)
+    cmd = taubench.v2_command(tau2, domain=domain, agent=agent, user=user, trials=config.samples,
+                              temperature=config.temperature, save_to=str(save_to),
+                              concurrency=config.concurrency, task_ids=config.task_ids or None,
+                              limit=config.limit)
+    code = official.run_logged(cmd, cwd=None, env={"TAU2_DATA_DIR": str(data_dir)},
+                               log_path=ctx.out / "harness.log", timeout_s=config.timeout_s)
+    if code != 0:
+        raise UserError(f"tau2 exited with {code}; see {ctx.out / 'harness.log'}")
+    found = sorted(save_to.parent.glob(f"{name}*")) + sorted((data_dir / "simulations").glob(f"{name}*"))
+    if not found:
+        raise UserError(f"tau2 results {name} not found in {save_to.parent} or {data_dir / 'simulations'}")
+    return found[0] / "results.json" if found[0].is_dir() else found[0]
+
+
+def run(args: argparse.Namespace) -> int:
+    config = _config(args)
+    ctx = StageContext("evaluation.taubench", config)
+    if args.import_file and len(config.domains) != 1:
+        raise UserError("--import needs exactly one --domain")
+    importer = taubench.import_v1 if config.version == 1 else taubench.import_v2
+    store, ids = trial_store(ctx.out), []
+    for domain in config.domains:
+        if args.import_file:
+            path = args.import_file
+        else:
+            path = (_run_v1 if config.version == 1 else _run_v2)(ctx, config, domain)
+        trials = importer(path, domain)
+        for trial in trials:
+            store.append(trial)
+        ids += trials
+    meta = {"version": config.version, "domains": config.domains, "samples": config.samples,
+            "temperature": config.temperature, "source": str(args.import_file or "official run")}
+    if not args.import_file:
+        meta.update({"agent_model": ctx.config.llm_config("agent").model,
+                     "user_model": ctx.config.llm_config("user").model})
+    finish(ctx, ctx.out, "taubench", ids, meta)
+    return 0
