@@ -25,7 +25,9 @@ def test_run_completes_under_20_percent_faults(case, faulty_env, tmp_path):
 @pytest.mark.parametrize("case", ALL, ids=lambda c: c.name)
 def test_failures_beyond_the_retry_budget_are_recorded_and_retried_by_a_rerun(case, faulty_env, tmp_path):
     faulty_env.policy = case.policy()
-    faulty_env.fault_kinds = ("429", "500", "malformed", "empty")  # no timeouts: keep it quick
+    # No timeouts (keep it quick) and no empty answers: an agent that keeps answering nothing is a
+    # model failure that rollouts score (flag empty_agent_response), not an outage to retry.
+    faulty_env.fault_kinds = ("429", "500", "malformed")
     case.main([*case.args(tmp_path), "--concurrency", "4", *retries(0)])
     recorded = failures(tmp_path)
     assert recorded, "no call failed at a 20% fault rate without retries"
