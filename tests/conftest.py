@@ -28,3 +28,15 @@ def scripted_env(scripted, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("OPENAI_MODEL", "scripted")
     return scripted
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """A local 2-CPU Ray cluster for the ``ray`` tier (``make test-ray`` installs Ray first)."""
+    try:
+        import ray
+    except ImportError:
+        pytest.fail("the ray tier needs Ray: pip install -r requirements-ray.txt (make setup-ray)")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()

@@ -11,14 +11,6 @@ from envscaler_core.testing import Reply
 pytestmark = pytest.mark.ray
 
 
-@pytest.fixture(scope="module")
-def ray_cluster():
-    ray = pytest.importorskip("ray", reason="install requirements-ray.txt (make setup-ray)")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
-
-
 def _stage(tmp_path, executor, server):
     config = StageConfig(out=tmp_path / executor, executor=executor, concurrency=4,
                          llm={"pipeline": server.config().model_dump()})

@@ -19,14 +19,6 @@ from .stages import ALL, read_ids, retries
 pytestmark = pytest.mark.ray
 
 
-@pytest.fixture(scope="module")
-def ray_cluster():
-    ray = pytest.importorskip("ray", reason="install requirements-ray.txt (make setup-ray)")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
-
-
 class AnyRecord(BaseModel):
     """Any artifact record: only its id matters here."""
 
