@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable
 
-from envscaler_core.artifacts import ARTIFACT_FILES
+from pydantic import ValidationError
+
+from envscaler_core.artifacts import ARTIFACT_FILES, Trajectory
 from envscaler_core.metrics import pass_hat_k_table
 from envscaler_core.progress import print_table
+from envscaler_core.rollout.metrics import success_counts
 
 
 def _records(path: Path) -> list[dict[str, Any]]:
@@ -32,21 +34,27 @@ def count_proven_scenarios(path: Path) -> int:
     return sum(1 for r in _records(path) if r.get("status") == "proven")
 
 
-def _trajectories(out: Path) -> list[dict[str, Any]]:
-    return [r for p in sorted(out.rglob(ARTIFACT_FILES["trajectories"])) for r in _records(p)]
+def _trajectories(out: Path) -> list[Trajectory]:
+    found = []
+    for path in sorted(out.rglob(ARTIFACT_FILES["trajectories"])):
+        for raw in _records(path):
+            try:
+                found.append(Trajectory.model_validate(raw))
+            except ValidationError:
+                continue
+    return found
 
 
-def _episode_rows(trajectories: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+def _episode_rows(trajectories: list[Trajectory]) -> list[tuple[str, Any]]:
+    """Episodes, mean reward and pass^k per (scenario, mode), with the rollouts' success rule."""
     if not trajectories:
         return [("episodes", 0)]
-    rewards = [t.get("reward", {}).get("final", 0.0) for t in trajectories]
-    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for t in trajectories:
-        key = f"{t.get('scenario_id')}|{t.get('mode')}"
-        counts[key][0] += int(t.get("reward", {}).get("final", 0.0) >= 1.0)
-        counts[key][1] += 1
-    table = pass_hat_k_table({k: (c, n) for k, (c, n) in counts.items()})
-    passk = ", ".join(f"pass^{k}={v:.2f}" for k, v in table.items()) or "-"
+    counts: dict[str, tuple[int, int]] = {}
+    for mode in ("task", "user"):
+        in_mode = [t for t in trajectories if t.mode == mode]
+        counts.update({f"{sid}|{mode}": c for sid, c in success_counts(in_mode).items()})
+    passk = ", ".join(f"pass^{k}={v:.2f}" for k, v in pass_hat_k_table(counts).items()) or "-"
+    rewards = [t.reward.final for t in trajectories]
     return [("episodes", len(trajectories)), ("mean reward", sum(rewards) / len(rewards)),
             ("pass^k", passk)]
 
