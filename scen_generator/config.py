@@ -41,6 +41,13 @@ class ScenGeneratorConfig(StageConfig):
             (re-sample with the rule shown, then drop), ``record`` (keep, with the violations
             stored in ``state_warnings``) or ``off``. Measured: the 1.5B model broke a
             cross-record rule in 6 of 6 samples, so the default only records.
+        scenario_mode: ``task_first`` (the paper: task, checklist, LLM checkers, then a reference)
+            or ``plan_first`` (executed state-changing calls first, checkers written from their
+            diff, then the task worded to ask for exactly that; see ``plan_first.py``).
+        plan_min_calls / plan_max_calls: Size of a ``plan_first`` reference (successful,
+            state-changing calls).
+        plan_attempts: Plan samples (each shown the previous one's errors) before the state is dropped.
+        plan_task_min_words: Minimum length of a ``plan_first`` task.
     """
 
     per_env: int = 50
@@ -64,3 +71,8 @@ class ScenGeneratorConfig(StageConfig):
     state_max_tokens: int = 2000
     max_tokens: int = 800
     state_rules: Literal["reject", "record", "off"] = "record"
+    scenario_mode: Literal["task_first", "plan_first"] = "task_first"
+    plan_min_calls: int = 2
+    plan_max_calls: int = 4
+    plan_attempts: int = 3
+    plan_task_min_words: int = 20

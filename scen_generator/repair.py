@@ -74,7 +74,10 @@ class Validator:
         """Runs best-of-N, then up to ``repair_rounds`` of repair; sets status and report."""
         tools = await asyncio.to_thread(self.sandbox.tools, env)
         repairs: list[dict] = []
-        proof = await self.best_of_n(env, scenario, tools, repairs)
+        if scenario.reference_solution:  # plan_first: the reference was executed before the task
+            proof = await self._prove(env, scenario)
+        else:
+            proof = await self.best_of_n(env, scenario, tools, repairs)
         for round_ in range(1, self.cfg.repair_rounds + 1):
             if proof.proven or not _repairable(proof):
                 break

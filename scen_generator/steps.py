@@ -15,6 +15,7 @@ from envscaler_core.store import JsonlStore
 
 from scen_generator.checkers import generate_checker, generate_checklist
 from scen_generator.config import STEP_FILES, STEP_INPUT_STATUS, ScenGeneratorConfig
+from scen_generator.plan_first import generate_plan, generate_planned_task, planned_checks
 from scen_generator.repair import Validator
 from scen_generator.sandbox import Sandbox
 from scen_generator.state_schema import StateShape, state_shape
@@ -126,14 +127,35 @@ class Steps:
 
     async def _task_item(self, scenario: Scenario) -> Scenario:
         env = self._env(scenario)
+        if self.cfg.scenario_mode == "plan_first":
+            return await self._planned_task_item(env, scenario)
         task, problems = await generate_task(self.client, env, scenario.init_config, await self._tools(env),
                                              self.cfg, self.label("tasks"))
         if task is None:
             return dropped(scenario, ["no acceptable task: " + " | ".join(problems)[:1000]])
         return scenario.model_copy(update={"task": task, "status": "task"})
 
+    async def _planned_task_item(self, env: EnvSpec, scenario: Scenario) -> Scenario:
+        state = scenario.init_config
+        calls, problems = await generate_plan(self.client, self.sandbox, env, state, await self._tools(env),
+                                              self.cfg, self.label("tasks"))
+        if calls is None:
+            return dropped(scenario, ["no executable plan: " + " | ".join(problems)[:1000]])
+        checks = await asyncio.to_thread(planned_checks, self.sandbox, env, state, calls, self.cfg.max_checklist_items)
+        if not checks:
+            return dropped(scenario, ["the plan changes nothing a checker can compare (only volatile values)"])
+        task, problems = await generate_planned_task(self.client, env, state, checks, self.cfg, self.label("tasks"))
+        if task is None:
+            return dropped(scenario, ["no acceptable task for the plan: " + " | ".join(problems)[:1000]])
+        return scenario.model_copy(update={"task": task, "reference_solution": calls, "status": "task"})
+
     async def _checker_item(self, scenario: Scenario) -> Scenario:
         env = self._env(scenario)
+        if self.cfg.scenario_mode == "plan_first" and scenario.reference_solution:
+            checks = await asyncio.to_thread(planned_checks, self.sandbox, env, scenario.init_config,
+                                             scenario.reference_solution, self.cfg.max_checklist_items)
+            checklist = [ChecklistItem(check_item=c.item, check_func=c.source) for c in checks]
+            return scenario.model_copy(update={"checklist_with_func": checklist, "status": "checked"})
         items = await generate_checklist(self.client, env, scenario.task, self.cfg, self.label("checkers"))
         if not items:
             return dropped(scenario, ["the model gave no checklist"])

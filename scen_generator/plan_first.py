@@ -1,0 +1,146 @@
+"""The ``plan_first`` scenario mode: the solution first, then the task that asks for it.
+
+The paper writes a task, then a checklist, then checkers, and hopes a reference solution exists;
+a small model fails at each link (tasks needing tools the env lacks, checkers reading fields the
+state does not have). Here the model proposes state-changing calls, the sandbox runs them and
+keeps only those that succeed and change the state, the checkers are written from the executed
+difference (:mod:`scen_generator.diff_checks`), and the model finally words the user's request,
+which must mention every value the checkers require. The usual proof then runs unchanged.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, Iterator, Optional
+
+from envscaler_core.artifacts import EnvSpec, ToolCall
+from envscaler_core.llm.client import LLMClient, StructuredOutputError
+from envscaler_core.prompts import render_prompt
+
+from scen_generator.config import ScenGeneratorConfig
+from scen_generator.context import introduction, rules_text, state_text, tools_text
+from scen_generator.diff_checks import DiffCheck, diff_checks, missing_values, volatile_paths
+from scen_generator.reference import reference_model
+from scen_generator.sandbox import Replay, Sandbox, is_query_tool
+from scen_generator.tasks import TaskDraft, clean_task, task_problem
+
+
+def changing_tools(env: EnvSpec, tools: list[dict]) -> list[dict]:
+    return [t for t in tools if not is_query_tool(env, t["function"]["name"])]
+
+
+def _plan_prompt(env: EnvSpec, state: dict, tools: list[dict], cfg: ScenGeneratorConfig, feedback: str) -> list[dict]:
+    text = render_prompt("scen_generator", "plan.md", introduction=introduction(env), rules=rules_text(env),
+                         tools=tools_text(tools), state=state_text(state), min_calls=cfg.plan_min_calls,
+                         max_calls=cfg.plan_max_calls,
+                         feedback=f"\n# Your previous plan failed\n{feedback}\n" if feedback else "")
+    return [{"role": "user", "content": text}]
+
+
+def successful_steps(replay: Replay) -> list[int]:
+    """Indices of calls that succeeded and changed the state."""
+    changing = set(replay.changing_steps)
+    return [i for i, r in enumerate(replay.results) if r.ok and i in changing]
+
+
+def plan_feedback(calls: list[ToolCall], replay: Replay) -> str:
+    lines = list(replay.errors)
+    kept = set(successful_steps(replay))
+    lines += [f"step {i + 1} {c.name} changed nothing" for i, c in enumerate(calls)
+              if i not in kept and replay.results[i].ok]
+    return f"Your calls: {json.dumps([c.model_dump() for c in calls])[:1500]}\nProblems:\n" + \
+        "\n".join(f"- {line}" for line in lines[:12])
+
+
+async def generate_plan(client: LLMClient, sandbox: Sandbox, env: EnvSpec, state: dict, tools: list[dict],
+                        cfg: ScenGeneratorConfig, label: str) -> tuple[Optional[list[ToolCall]], list[str]]:
+    """State-changing calls that all succeed from ``state`` (at least ``plan_min_calls``), or None.
+
+    Each sample is executed; failing or no-op calls are dropped without asking the model, and the
+    next sample sees the exact errors.
+    """
+    usable = changing_tools(env, tools)
+    if not usable:
+        return None, ["the environment has no state-changing tool"]
+    problems: list[str] = []
+    feedback = ""
+    for attempt in range(cfg.plan_attempts):
+        try:
+            answer = await client.structured(_plan_prompt(env, state, usable, cfg, feedback), reference_model(usable),
+                                             temperature=cfg.task_temperature, max_tokens=cfg.max_tokens,
+                                             cache_salt=f"plan:{attempt}", label=label)
+        except StructuredOutputError as exc:
+            problems.append(f"attempt {attempt + 1}: {str(exc)[:300]}")
+            continue
+        calls = [ToolCall(name=c.name, arguments=c.arguments) for c in answer.calls][:cfg.plan_max_calls]
+        replay = await asyncio.to_thread(sandbox.replay, env, state, calls)
+        kept = [calls[i] for i in successful_steps(replay)]
+        if len(kept) >= cfg.plan_min_calls:
+            again = await asyncio.to_thread(sandbox.replay, env, state, kept)
+            if not again.errors and len(again.changing_steps) >= cfg.plan_min_calls:
+                return kept, problems
+        feedback = plan_feedback(calls, replay)
+        problems.append(f"attempt {attempt + 1}: {len(kept)} of {len(calls)} calls succeeded and changed the state")
+    return None, problems
+
+
+def _argument_values(calls: list[ToolCall]) -> Iterator[Any]:
+    for call in calls:
+        yield from _leaves(call.arguments)
+
+
+def _leaves(value: Any) -> Iterator[Any]:
+    if isinstance(value, dict):
+        for inner in value.values():
+            yield from _leaves(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _leaves(inner)
+    else:
+        yield value
+
+
+def planned_checks(sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[ToolCall],
+                   limit: int) -> list[DiffCheck]:
+    """The checks of what ``calls`` change, from two replays (values that differ are volatile)."""
+    first = sandbox.replay(env, state, calls)
+    second = sandbox.replay(env, state, calls)
+    return diff_checks(first.initial_state, first.final_state,
+                       volatile=volatile_paths(first.final_state, second.final_state),
+                       argument_values=list(_argument_values(calls)), limit=limit)
+
+
+def _task_problems(task: str, checks: list[DiffCheck], min_words: int) -> list[str]:
+    problems = [p] if (p := task_problem(task, min_words)) else []
+    missing = missing_values(task, checks)
+    if missing:
+        problems.append("the request never mentions " + ", ".join(repr(v) for v in missing[:8]))
+    return problems
+
+
+async def generate_planned_task(client: LLMClient, env: EnvSpec, state: dict, checks: list[DiffCheck],
+                                cfg: ScenGeneratorConfig, label: str) -> tuple[Optional[str], list[str]]:
+    """The user's request for the planned change; it must name every value the checkers need."""
+    changes = "\n".join(f"- {c.item}" for c in checks)
+    prompt = render_prompt("scen_generator", "task_from_plan.md", introduction=introduction(env),
+                           state=state_text(state), changes=changes, min_words=cfg.plan_task_min_words,
+                           feedback="")
+    messages = [{"role": "user", "content": prompt}]
+    problems: list[str] = []
+    for attempt in range(cfg.task_attempts):
+        try:
+            draft = await client.structured(messages, TaskDraft, temperature=cfg.task_temperature,
+                                            max_tokens=cfg.max_tokens, cache_salt=f"plantask:{attempt}", label=label)
+        except StructuredOutputError as exc:
+            problems.append(f"attempt {attempt + 1}: {str(exc)[:300]}")
+            continue
+        task = clean_task(draft.task)
+        found = _task_problems(task, checks, cfg.plan_task_min_words)
+        if not found:
+            return task, problems
+        problems.append(f"attempt {attempt + 1}: " + "; ".join(found))
+        messages = messages[:1] + [
+            {"role": "assistant", "content": draft.model_dump_json()},
+            {"role": "user", "content": "Rejected: " + "; ".join(found) + ". Write the request again "
+                                        "with those exact values, as the same JSON object."}]
+    return None, problems

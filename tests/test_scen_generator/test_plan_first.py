@@ -1,0 +1,119 @@
+"""The plan_first scenario mode: checks from diffs, plans executed before the task, task wording."""
+from __future__ import annotations
+
+import pytest
+
+from envscaler_core.artifacts import Scenario
+from envscaler_core.store import JsonlStore
+from envscaler_core.testing import Reply
+from scen_generator.diff_checks import diff_checks, missing_values, volatile_paths
+from scen_generator.__main__ import main
+
+from .conftest import requests_of
+from .helpers import ENVS_FILE, REFERENCE, STATE, TASK
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def run_checks(check, final, initial):
+    namespace: dict = {}
+    exec(check.source, namespace)  # our own generated source, on plain dicts
+    return namespace["check_func"](final, initial)
+
+
+# ---------------------------------------------------------------- diff_checks (no model, no sandbox)
+INITIAL = {"books": {"B1": {"book_id": "B1", "status": "available", "due": "2026-01-01"}},
+           "loans": {}, "mode": "open", "log": ["a"]}
+FINAL = {"books": {"B1": {"book_id": "B1", "status": "on_loan", "due": "2026-02-01", "touched_at": "12:00"}},
+         "loans": {"L7": {"loan_id": "L7", "book_id": "B1", "member_id": "M1", "created": "12:00"}},
+         "mode": "closed", "log": ["a", "b"]}
+
+
+def test_each_changed_record_gets_a_check_true_after_and_false_before():
+    checks = diff_checks(INITIAL, FINAL, argument_values=["B1", "M1", "2026-02-01"])
+    assert len(checks) == 4  # books/B1, new loan, mode, log
+    for check in checks:
+        assert run_checks(check, FINAL, INITIAL) is True, check.item
+        assert run_checks(check, INITIAL, INITIAL) is False, check.item
+
+
+def test_new_record_is_matched_on_argument_fields_whatever_its_generated_key():
+    checks = diff_checks(INITIAL, FINAL, argument_values=["B1", "M1"])
+    loan = next(c for c in checks if "new loans record" in c.item)
+    assert "created" not in loan.source and "loan_id" not in loan.source
+    elsewhere = dict(FINAL, loans={"XYZ": {"loan_id": "XYZ", "book_id": "B1", "member_id": "M1"}})
+    assert run_checks(loan, elsewhere, INITIAL) is True
+    wrong_member = dict(FINAL, loans={"XYZ": {"loan_id": "XYZ", "book_id": "B1", "member_id": "M2"}})
+    assert run_checks(loan, wrong_member, INITIAL) is False
+
+
+def test_volatile_fields_and_removed_records():
+    second = dict(FINAL, books={"B1": dict(FINAL["books"]["B1"], touched_at="12:01")})
+    volatile = volatile_paths(FINAL, second)
+    assert volatile == {"books": {"B1": {"touched_at"}}}
+    checks = diff_checks(INITIAL, FINAL, volatile=volatile, argument_values=["B1"])
+    assert "touched_at" not in checks[0].source and "due" in checks[0].source
+    removed = diff_checks(FINAL, dict(FINAL, loans={}))
+    assert removed[0].item == "Has the loans record 'L7' been removed?"
+    assert run_checks(removed[0], dict(FINAL, loans={}), FINAL) is True
+
+
+def test_task_must_mention_every_value_the_user_supplies_but_not_derived_ones():
+    checks = diff_checks(INITIAL, FINAL, argument_values=["B1", "M1", "2026-02-01"])
+    assert missing_values("Lend b1 to M1 until 2026-02-01.", checks) == []
+    # "on_loan" and "closed" are set by the environment itself: never required
+    assert missing_values("Lend B1 to someone.", checks) == ["2026-02-01", "M1"]
+
+
+# ---------------------------------------------------------------- the stage against the scripted server
+def cli(out, *args) -> int:
+    return main([args[0], "--envs", str(ENVS_FILE), "--out", str(out), *args[1:],
+                 "--set", "sandbox_workers=1", "--set", "checker_timeout_s=1.0",
+                 "--set", "scenario_mode=plan_first"])
+
+
+def read(path) -> list[Scenario]:
+    return JsonlStore(path, Scenario).read_all()
+
+
+def test_plan_first_proves_a_scenario_with_checkers_from_the_executed_diff(model, scripted_env, tmp_path):
+    bad_call = {"name": "checkout_book", "arguments": {"book_id": "B9", "member_id": "M1", "due_date": "2026-12-20"}}
+    plan = [c.model_dump() for c in REFERENCE] + [bad_call]  # there is no book B9: the call is rejected
+    model.overrides["ReferenceSolution"] = lambda r: Reply.json({"calls": plan})
+    answers = iter([Reply.json({"analysis": "", "task": TASK}),  # never names loan L001 -> re-asked
+                    Reply.json({"analysis": "", "task": TASK + " The loan to close is L001."})])
+    model.overrides["TaskDraft"] = lambda r: next(answers, None)
+    assert cli(tmp_path, "run", "--per-env", "1") == 0
+    s = read(tmp_path / "scenarios.jsonl")[0]
+    assert s.status == "proven", s.validation.reasons
+    assert s.reference_solution == REFERENCE  # the rejected call was dropped without asking
+    assert s.task.endswith("L001.")
+    reask = requests_of(scripted_env, "TaskDraft")[1]["messages"][-1]["content"]
+    assert "never mentions 'L001'" in reask
+    assert len(s.checklist_with_func) == 5  # member M1, books B1 and B2, loan L001, the new loan
+    assert all(c.initial_value is False and c.reference_value is True for c in s.checklist_with_func)
+    assert s.validation.mutant_rewards and max(s.validation.mutant_rewards) < 1.0
+    assert not requests_of(scripted_env, "checker")  # no model-written checker in this mode
+    assert len(requests_of(scripted_env, "ReferenceSolution")) == 1  # the plan; validate asked nothing
+
+
+def test_plan_that_never_succeeds_is_reasked_with_the_errors_then_dropped(model, scripted_env, tmp_path):
+    failing = {"calls": [{"name": "checkout_book", "arguments": {"book_id": "B1", "member_id": "M1",
+                                                                 "due_date": "2026-12-20"}}]}
+    model.overrides["ReferenceSolution"] = lambda r: Reply.json(failing)  # M1 owes fines: rejected
+    assert cli(tmp_path, "states", "--per-env", "1") == 0
+    assert cli(tmp_path, "tasks", "--set", "plan_attempts=2") == 0
+    s = read(tmp_path / "scen_tasks.jsonl")[0]
+    assert s.status == "dropped" and "no executable plan" in s.validation.reasons[0]
+    second = requests_of(scripted_env, "ReferenceSolution")[1]["messages"][0]["content"]
+    assert "unpaid fines" in second  # the sandbox's exact error was shown to the model
+    assert not requests_of(scripted_env, "TaskDraft")
+
+
+def test_plan_tools_exclude_queries(model, scripted_env, tmp_path):
+    assert cli(tmp_path, "states", "--per-env", "1") == 0
+    assert cli(tmp_path, "tasks") == 0
+    schema = requests_of(scripted_env, "ReferenceSolution")[0]["response_format"]["json_schema"]["schema"]
+    names = {o["properties"]["name"]["enum"][0] for o in schema["properties"]["calls"]["items"]["anyOf"]}
+    assert names and not any(n.startswith(("get_", "list_")) for n in names)
+    assert STATE["books"]["B1"]["status"] == "available"  # fixtures untouched
