@@ -98,6 +98,7 @@ class InspectionReport(BaseModel):
     checker_agreement: Optional[float] = None
     calibration: dict[str, Any] = Field(default_factory=dict)
     dropped_tools: list[str] = Field(default_factory=list)
+    dropped_verdicts: dict[str, list[ToolVerdict]] = Field(default_factory=dict)  # why each was dropped
     reason: str = ""
 
 

@@ -46,8 +46,18 @@ def final_verdict(probe: ProbeResult, llm_verdict: Optional[str], cfg: SkelBuild
     return "Pass"
 
 
-def calibration(verdicts: list[ToolVerdict]) -> dict[str, Any]:
-    """How often the LLM checker agreed with the oracles (issue 11, item 4)."""
+# A checker that fails this share of calls to known-good methods cannot be trusted to fail anything.
+MAX_FALSE_ALARM_RATE = 0.25
+
+
+def calibration(verdicts: list[ToolVerdict], controls: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:
+    """How often the LLM checker agreed with the oracles (issue 11, item 4).
+
+    ``controls`` are tools known to be correct (the deterministic routine methods): an LLM Fail on
+    one of them, with no oracle violation, is a false alarm. Calibration is measurable when the
+    oracles caught a defect or a control was judged; the checker is at chance when it misses the
+    oracles' defects or fails at least ``MAX_FALSE_ALARM_RATE`` of the control calls.
+    """
     judged = [v for v in verdicts if v.llm_verdict is not None]
     if not judged:
         return {"judged": 0}
@@ -57,14 +67,18 @@ def calibration(verdicts: list[ToolVerdict]) -> dict[str, Any]:
     baseline = max(sum(oracle_fail), len(judged) - sum(oracle_fail)) / len(judged)
     broken = sum(oracle_fail)
     caught = sum(1 for a, b in zip(oracle_fail, llm_fail) if a and b)
+    control = [v for v in judged if v.tool in controls and not v.oracle_violations]
+    alarms = sum(v.llm_verdict == "Fail" for v in control)
+    misses = broken > 0 and (agree <= baseline or caught / broken < 0.5)
+    noisy = len(control) >= 2 and alarms / len(control) >= MAX_FALSE_ALARM_RATE
     return {"judged": len(judged), "agreement": round(agree, 3), "majority_baseline": round(baseline, 3),
             "oracle_failures": broken, "llm_caught": caught,
             "llm_pass_rate": round(sum(v.llm_verdict == "Pass" for v in judged) / len(judged), 3),
-            "measurable": broken > 0,
-            "at_chance": broken > 0 and (agree <= baseline or caught / broken < 0.5)}
+            "controls_judged": len(control), "false_alarms": alarms,
+            "measurable": broken > 0 or bool(control), "at_chance": misses or noisy}
 
 
-def score(verdicts: list[ToolVerdict], threshold: float) -> InspectionReport:
+def score(verdicts: list[ToolVerdict], threshold: float, controls: frozenset[str] | set[str] = frozenset()) -> InspectionReport:
     report = InspectionReport(threshold=threshold, rounds=len(verdicts))
     for v in verdicts:
         report.per_tool.setdefault(v.tool, []).append(v)
@@ -72,22 +86,29 @@ def score(verdicts: list[ToolVerdict], threshold: float) -> InspectionReport:
     report.warning_count = sum(v.verdict == "Warning" for v in verdicts)
     report.fail_count = sum(v.verdict == "Fail" for v in verdicts)
     report.score = (report.pass_count + report.warning_count) / len(verdicts) if verdicts else 0.0
-    cal = calibration(verdicts)
+    cal = calibration(verdicts, controls)
     report.calibration, report.checker_agreement = cal, cal.get("agreement")
     return report
 
 
-def discount_checker(verdicts: list[ToolVerdict]) -> list[ToolVerdict]:
-    """When the checker is at chance against the oracles, its lone Fails become Warnings."""
-    if not calibration(verdicts).get("at_chance"):
+def _downgrade(v: ToolVerdict, why: str) -> ToolVerdict:
+    return v.model_copy(update={"verdict": "Warning", "warnings": v.warnings + [why]})
+
+
+def trust_controls(verdicts: list[ToolVerdict], controls: frozenset[str] | set[str]) -> list[ToolVerdict]:
+    """A known-good method is judged by the oracles alone: an LLM Fail on it is a false alarm."""
+    return [_downgrade(v, "checker Fail on a known-good routine method (false alarm)")
+            if v.tool in controls and v.verdict == "Fail" and not v.oracle_violations else v
+            for v in verdicts]
+
+
+def discount_checker(verdicts: list[ToolVerdict], controls: frozenset[str] | set[str] = frozenset()) -> list[ToolVerdict]:
+    """When the checker is at chance, its lone Fails (no oracle violation) become Warnings."""
+    if not calibration(verdicts, controls).get("at_chance"):
         return verdicts
-    out = []
-    for v in verdicts:
-        if v.verdict == "Fail" and not v.oracle_violations and v.llm_verdict == "Fail":
-            v = v.model_copy(update={"verdict": "Warning", "warnings": v.warnings + [
-                "checker Fail discounted: checker agreement with the oracles is at chance"]})
-        out.append(v)
-    return out
+    return [_downgrade(v, "checker Fail discounted: checker agreement with the oracles is at chance")
+            if v.verdict == "Fail" and not v.oracle_violations and v.llm_verdict == "Fail" else v
+            for v in verdicts]
 
 
 def failing_tools(report: InspectionReport) -> dict[str, list[ToolVerdict]]:

@@ -144,7 +144,8 @@ def summary_rows(ctx: StageContext, counts: dict[str, Any]) -> list[tuple[str, A
         report = env.inspection
         if report is not None:
             cal = report.calibration
+            alarms = f" false_alarms={cal['false_alarms']}/{cal['controls_judged']}" if cal.get("controls_judged") else ""
             rows.append((f"env {env.env_class_name}", f"{env.status} score={report.score:.2f} "
-                         f"tools={len(env.tools)} checker_agree={cal.get('agreement', '-')}"
+                         f"tools={len(env.tools)} checker_agree={cal.get('agreement', '-')}{alarms}"
                          f"{' (at chance)' if cal.get('at_chance') else ''} - {report.reason[:90]}"))
     return rows

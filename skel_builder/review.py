@@ -16,8 +16,8 @@ from envscaler_core.runtime import EnvLoadError, WorkerPool
 from skel_builder.answers import StateAnswer
 from skel_builder.config import SkelBuilderConfig
 from skel_builder.contract import direct_writes
-from skel_builder.crud import example_methods
-from skel_builder.inspection import Inspector, calibration, discount_checker, failing_tools, score
+from skel_builder.crud import example_methods, routine_methods
+from skel_builder.inspection import Inspector, calibration, discount_checker, failing_tools, score, trust_controls
 from skel_builder.methods import Failure, MethodContext, produce_method
 from skel_builder.probe import CallRunner, Predicate
 from skel_builder.skeleton import assemble, render_skeleton
@@ -53,6 +53,10 @@ class EnvReview:
         self.methods = {op.operation_name: op.code or "" for op in spec.operation_list}
         self.op_types = {op.operation_name: op.operation_type for op in spec.operation_list}
         self.descriptions = {op.operation_name: op.operation_description for op in spec.operation_list}
+
+    def known_good(self) -> frozenset[str]:
+        """Methods still exactly as the deterministic routine generator wrote them."""
+        return frozenset(m.name for m in routine_methods(self.schema) if self.methods.get(m.name) == m.code)
 
     @property
     def code(self) -> str:
@@ -126,24 +130,27 @@ async def review_env(client: LLMClient, pool: WorkerPool, cfg: SkelBuilderConfig
         return _decide(spec, EnvReview(spec) if "state_schema" in extra else None,
                        InspectionReport(threshold=cfg.threshold), problem or "no tools")
     review = EnvReview(spec)
+    controls = review.known_good()
     repairs: list[dict[str, Any]] = []
     for attempt in range(cfg.repair_rounds + 1):
         try:
-            verdicts = await _inspect(client, pool, cfg, review, attempt, emit)
+            verdicts = trust_controls(await _inspect(client, pool, cfg, review, attempt, emit), controls)
             if cfg.discount_uncalibrated_checker:
-                verdicts = discount_checker(verdicts)
+                verdicts = discount_checker(verdicts, controls)
         except EnvLoadError as exc:
             return _decide(spec, review, InspectionReport(threshold=cfg.threshold, repairs=repairs),
                            f"environment does not load with its test state: {exc}")
-        failing = failing_tools(score(verdicts, cfg.threshold))
+        failing = failing_tools(score(verdicts, cfg.threshold, controls))
         if not failing or attempt == cfg.repair_rounds:
             break
         repairs.extend(await _repair(client, pool, cfg, review, failing, attempt))
         emit("repair", repairs[-len(failing):])
-    dropped, reason, judged = [], "", calibration(verdicts)  # calibrate on every call, pruned or not
+    dropped, reason, judged = [], "", calibration(verdicts, controls)  # on every call, pruned or not
+    all_verdicts = verdicts
     if failing and cfg.prune_failing_tools:
         verdicts, dropped, reason = _prune(review, verdicts, set(failing), cfg)
-    report = score(verdicts, cfg.threshold)
+    report = score(verdicts, cfg.threshold, controls)
+    report.dropped_verdicts = {t: [v for v in all_verdicts if v.tool == t] for t in dropped}
     report.calibration, report.checker_agreement = judged, judged.get("agreement")
     report.repairs, report.dropped_tools = repairs, dropped
     still = failing_tools(report)

@@ -57,7 +57,7 @@ def make_draft(schema, predicates, test_state, op_types, sandbox):
     def make(**replace: str) -> EnvSpec:
         methods = {**METHODS, **replace}
         code = assemble(render_skeleton(schema, "Library", "A library."), list(methods.values()))
-        ops = [Operation(operation_name=n, operation_type=op_types[n], operation_description=n, code=c)
+        ops = [Operation(operation_name=n, operation_type=op_types.get(n, "state_change"), operation_description=n, code=c)
                for n, c in methods.items()]
         return EnvSpec(id="env_test", environment_summary="Library", environment_introduction="A library.",
                        constraints_rules=schema.rules, rule_predicates=[p.source for p in predicates],

@@ -11,7 +11,7 @@ from .library_world import BROKEN_CHECKOUT, METHODS, LibraryPolicy
 
 
 def _review(scripted, sandbox, draft, **cfg):
-    config = SkelBuilderConfig(rounds=16, **cfg)
+    config = SkelBuilderConfig(**{"rounds": 16, **cfg})
     return asyncio.run(review_env(LLMClient(scripted.config()), sandbox, config, draft))
 
 
@@ -114,3 +114,35 @@ def test_a_draft_that_never_assembled_is_rejected_with_its_reason(scripted, sand
     env = _review(scripted, sandbox, draft)
     assert env.status == "rejected" and env.inspection.reason.startswith("assembled class does not load")
     assert scripted.completion_requests == []
+
+
+def test_routine_methods_are_controls_an_llm_fail_on_them_is_a_false_alarm(scripted, sandbox, make_draft, schema):
+    from skel_builder.crud import routine_methods
+    routine = {m.name: m.code for m in routine_methods(schema) if m.name.startswith(("create_", "update_"))}
+    draft = make_draft(**routine)
+    scripted.policy = _grumpy(LibraryPolicy())  # fails every call, correct or not
+    env = _review(scripted, sandbox, draft, repair_rounds=0, rounds=24, cap_per_tool=2)
+    report = env.inspection
+    cal = report.calibration
+    assert cal["controls_judged"] >= 2 and cal["false_alarms"] == cal["controls_judged"]
+    assert cal["measurable"] and cal["at_chance"]  # no defect to catch, but it fails known-good code
+    assert env.status == "accepted" and report.dropped_tools == []
+    controls = [v for t in routine for v in report.per_tool[t]]
+    assert controls and all(v.verdict == "Warning" and "false alarm" in v.warnings[-1] for v in controls)
+
+
+def test_a_repaired_routine_method_is_no_longer_a_control(scripted, sandbox, make_draft, schema):
+    from skel_builder.review import EnvReview
+    from skel_builder.crud import routine_methods
+    routine = {m.name: m.code for m in routine_methods(schema) if m.name == "create_book"}
+    review = EnvReview(make_draft(**routine))
+    assert review.known_good() == {"create_book"}
+    review.methods["create_book"] = routine["create_book"].replace("created", "made")
+    assert review.known_good() == frozenset()
+
+
+def test_dropped_tools_keep_the_verdicts_that_dropped_them(scripted, sandbox, make_draft):
+    scripted.policy = LibraryPolicy(methods={"checkout_book": [BROKEN_CHECKOUT]})
+    env = _review(scripted, sandbox, make_draft(checkout_book=BROKEN_CHECKOUT), repair_rounds=0)
+    evidence = env.inspection.dropped_verdicts["checkout_book"]
+    assert evidence and any(v.oracle_violations for v in evidence)
