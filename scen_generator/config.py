@@ -75,4 +75,4 @@ class ScenGeneratorConfig(StageConfig):
     plan_min_calls: int = 2
     plan_max_calls: int = 4
     plan_attempts: int = 3
-    plan_task_min_words: int = 20
+    plan_task_min_words: int = 12

@@ -110,12 +110,18 @@ def planned_checks(sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[Tool
                        argument_values=list(_argument_values(calls)), limit=limit)
 
 
-def _task_problems(task: str, checks: list[DiffCheck], min_words: int) -> list[str]:
-    problems = [p] if (p := task_problem(task, min_words)) else []
+def _task_problems(task: str, checks: list[DiffCheck], min_words: int) -> tuple[list[str], list[str]]:
+    """(problems, what to do about each) for a drafted request."""
+    problems, fixes = [], []
+    if p := task_problem(task, min_words):
+        problems.append(p)
+        fixes.append("make it longer: add who the user is and why they need this")
     missing = missing_values(task, checks)
     if missing:
-        problems.append("the request never mentions " + ", ".join(repr(v) for v in missing[:8]))
-    return problems
+        shown = ", ".join(repr(v) for v in missing[:8])
+        problems.append(f"the request never mentions {shown}")
+        fixes.append(f"mention {shown} exactly as written")
+    return problems, fixes
 
 
 async def generate_planned_task(client: LLMClient, env: EnvSpec, state: dict, checks: list[DiffCheck],
@@ -135,12 +141,12 @@ async def generate_planned_task(client: LLMClient, env: EnvSpec, state: dict, ch
             problems.append(f"attempt {attempt + 1}: {str(exc)[:300]}")
             continue
         task = clean_task(draft.task)
-        found = _task_problems(task, checks, cfg.plan_task_min_words)
+        found, fixes = _task_problems(task, checks, cfg.plan_task_min_words)
         if not found:
             return task, problems
         problems.append(f"attempt {attempt + 1}: " + "; ".join(found))
         messages = messages[:1] + [
             {"role": "assistant", "content": draft.model_dump_json()},
-            {"role": "user", "content": "Rejected: " + "; ".join(found) + ". Write the request again "
-                                        "with those exact values, as the same JSON object."}]
+            {"role": "user", "content": "Rejected: " + "; ".join(found) + ". Write the request again ("
+                                        + "; ".join(fixes) + "), as the same JSON object."}]
     return None, problems
