@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from envscaler_core.artifacts import EnvSpec, ToolCall
 from envscaler_core.llm.client import LLMClient, StructuredOutputError
 from envscaler_core.prompts import render_prompt
+from envscaler_core.runtime import state_hash
 
 from scen_generator.config import ScenGeneratorConfig
 from scen_generator.context import introduction, rules_text, state_text, tools_text
@@ -48,8 +49,28 @@ def plan_feedback(calls: list[ToolCall], replay: Replay) -> str:
     kept = set(successful_steps(replay))
     lines += [f"step {i + 1} {c.name} changed nothing" for i, c in enumerate(calls)
               if i not in kept and replay.results[i].ok]
+    if len(kept) < len(calls) or not lines:
+        lines.append("use more calls that each change a different record")
     return f"Your calls: {json.dumps([c.model_dump() for c in calls])[:1500]}\nProblems:\n" + \
         "\n".join(f"- {line}" for line in lines[:12])
+
+
+def minimal_plan(calls: list[ToolCall], replay: Callable[[list[ToolCall]], Replay]) -> list[ToolCall]:
+    """``calls`` without the ones whose effect a later call overwrites (same end state without them).
+
+    A redundant step would let a mutant of it change another record and still score 1.0, since
+    the checkers only look at what the whole plan changed.
+    """
+    target = state_hash(replay(calls).final_state)
+    kept = list(calls)
+    for index in reversed(range(len(kept))):
+        shorter = kept[:index] + kept[index + 1:]
+        if not shorter:
+            break
+        trial = replay(shorter)
+        if not trial.errors and state_hash(trial.final_state) == target:
+            kept = shorter
+    return kept
 
 
 async def generate_plan(client: LLMClient, sandbox: Sandbox, env: EnvSpec, state: dict, tools: list[dict],
@@ -75,6 +96,8 @@ async def generate_plan(client: LLMClient, sandbox: Sandbox, env: EnvSpec, state
         calls = [ToolCall(name=c.name, arguments=c.arguments) for c in answer.calls][:cfg.plan_max_calls]
         replay = await asyncio.to_thread(sandbox.replay, env, state, calls)
         kept = [calls[i] for i in successful_steps(replay)]
+        if kept:
+            kept = await asyncio.to_thread(minimal_plan, kept, lambda c: sandbox.replay(env, state, c))
         if len(kept) >= cfg.plan_min_calls:
             again = await asyncio.to_thread(sandbox.replay, env, state, kept)
             if not again.errors and len(again.changing_steps) >= cfg.plan_min_calls:

@@ -117,3 +117,20 @@ def test_plan_tools_exclude_queries(model, scripted_env, tmp_path):
     names = {o["properties"]["name"]["enum"][0] for o in schema["properties"]["calls"]["items"]["anyOf"]}
     assert names and not any(n.startswith(("get_", "list_")) for n in names)
     assert STATE["books"]["B1"]["status"] == "available"  # fixtures untouched
+
+
+def test_minimal_plan_drops_steps_a_later_step_overwrites():
+    from envscaler_core.artifacts import ToolCall
+    from scen_generator.plan_first import minimal_plan
+    from scen_generator.sandbox import Replay
+
+    def replay(calls):  # a toy environment: set(key, value) on a dict
+        state = {"a": 0, "b": 0}
+        for call in calls:
+            state[call.arguments["key"]] = call.arguments["value"]
+        return Replay(initial_state={"a": 0, "b": 0}, final_state=state)
+
+    def put(key, value):
+        return ToolCall(name="set", arguments={"key": key, "value": value})
+    assert minimal_plan([put("a", 1), put("b", 2), put("a", 3)], replay) == [put("b", 2), put("a", 3)]
+    assert minimal_plan([put("a", 1)], replay) == [put("a", 1)]
