@@ -44,10 +44,22 @@ def test_demo_config_end_to_end_on_the_scripted_server(tmp_path):
         assert (out / "filtered_env_metadata.json").exists()
         assert "EnvScaler pipeline summary" in proc.stdout and "python -m interact_with_env app" in proc.stdout
         assert "NOTE:" not in proc.stdout  # nothing fell back: the synthesized env was kept
+        report = _yield_report(out)
+        assert report["total"]["envs_kept"] == [e["status"] for e in envs].count("accepted")
+        assert report["total"]["proven"] == sum(s["status"] == "proven" for s in scenarios) > 0
+        assert report["total"]["calls_per_proven"] > 0 and report["total"]["envs_with_proven_scenario"] >= 1
         # a second run resumes everything and pays for no LLM call
         again = _run_pipeline(out, env, timeout=600)
         assert again.returncode == 0, again.stderr[-2000:]
         assert len(server.completion_requests) == calls_first
+
+
+def _yield_report(run: Path) -> dict:
+    """bench/yield_report.py over a finished run (it reads artifacts only)."""
+    proc = subprocess.run([sys.executable, "bench/yield_report.py", "--run", str(run),
+                           "--json", str(run / "yield.json")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "yield in total" in proc.stdout, proc.stderr[-2000:]
+    return json.loads((run / "yield.json").read_text())
 
 
 def test_demo_falls_back_to_the_bundled_environment_and_says_so(tmp_path):
