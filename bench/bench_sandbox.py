@@ -17,36 +17,10 @@ from concurrent.futures import ThreadPoolExecutor
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from envscaler_core.runtime import WorkerPool  # noqa: E402
+from envscaler_core.testing.library import LIBRARY_SOURCE, library_state  # noqa: E402
 
-ENV = '''
-from typing import Dict, Optional, TypedDict
-class BookInfo(TypedDict):
-    book_id: str
-    title: str
-    status: str
-class LibrarySystem:
-    def __init__(self, init_config: dict):
-        self.books: Dict[str, BookInfo] = {}
-    def get_book(self, book_id: str) -> dict:
-        """Get a book.
-
-        Args:
-            book_id: The id.
-        """
-        b = self.books.get(book_id)
-        return {"success": True, "data": b} if b else {"success": False, "error": "not found"}
-    def add_book(self, book_id: str, title: str, note: Optional[str] = None) -> dict:
-        """Add a book.
-
-        Args:
-            book_id: The id.
-            title: The title.
-            note: A note.
-        """
-        self.books[book_id] = {"book_id": book_id, "title": title, "status": "available"}
-        return {"success": True, "message": "added"}
-'''
-STATE = {"books": {f"b{i}": {"book_id": f"b{i}", "title": f"Title {i}", "status": "available"} for i in range(50)}}
+ENV = LIBRARY_SOURCE
+STATE = library_state(50)
 ACTIONS = [("get_book", {"book_id": "b3"}) if i % 2 else ("add_book", {"book_id": f"n{i}", "title": "t"})
            for i in range(20)]
 

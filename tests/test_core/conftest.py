@@ -7,53 +7,11 @@ import textwrap
 import pytest
 
 from envscaler_core.runtime import SandboxLimits, WorkerPool
+from envscaler_core.testing.library import LIBRARY_SOURCE, library_state
 
-LIBRARY = textwrap.dedent('''
-    from typing import Dict, TypedDict, Optional, List
-    class BookInfo(TypedDict):
-        book_id: str
-        title: str
-        status: str
-    class LibrarySystem:
-        def __init__(self, init_config: dict):
-            self.books: Dict[str, BookInfo] = {}
-            self.init_config = init_config
-        def get_book(self, book_id: str) -> dict:
-            """Get a book by id.
+LIBRARY = LIBRARY_SOURCE
 
-            Args:
-                book_id: The id of the book.
-
-            Returns:
-                dict: {"success": True, "data": BookInfo} or {"success": False, "error": str}
-            """
-            if book_id not in self.books:
-                return {"success": False, "error": f"book {book_id} not found"}
-            return {"success": True, "data": self.books[book_id]}
-        def checkout_book(self, book_id: str, days: int = 14, note: Optional[str] = None) -> dict:
-            """Check out a book.
-
-            Args:
-                book_id: The id of the book.
-                days: Loan length in days.
-                note: Optional note.
-            """
-            if book_id not in self.books:
-                return {"success": False, "error": "not found"}
-            self.books[book_id]["status"] = "checked_out"
-            return {"success": True, "message": f"checked out for {days} days"}
-        def add_book(self, book_id: str, title: str) -> dict:
-            """Add a book.
-
-            Args:
-                book_id: New id.
-                title: Title.
-            """
-            self.books[book_id] = {"book_id": book_id, "title": title, "status": "available"}
-            return {"success": True, "message": "added"}
-''')
-
-LIB_STATE = {"books": {"b1": {"book_id": "b1", "title": "Dune", "status": "available"}}}
+LIB_STATE = library_state()
 
 FAST_LIMITS = SandboxLimits(call_timeout_s=0.5, load_timeout_s=1.0, kill_grace_s=0.5,
                             memory_bytes=768 << 20, cpu_seconds=30)

@@ -19,12 +19,13 @@ from .helpers import ENVS_FILE, library_env
 
 @pytest.mark.embedded
 @pytest.mark.timeout(3600)
-def test_embedded_model_generates_one_scenario(tmp_path, capsys):
+@pytest.mark.parametrize("mode", ["task_first", "plan_first"])
+def test_embedded_model_generates_one_scenario(mode, tmp_path, capsys):
     assert main(["run", "--envs", str(ENVS_FILE), "--out", str(tmp_path), "--per-env", "1",
-                 "--concurrency", "1"]) == 0
+                 "--concurrency", "1", "--set", f"scenario_mode={mode}"]) == 0
     counts = read_json(tmp_path / "manifest.json")["stages"]["scen_generator"]["counts"]
     with capsys.disabled():
-        print(f"\nembedded scen_generator: proven={counts['proven']} counts={counts}")
+        print(f"\nembedded scen_generator ({mode}): proven={counts['proven']} counts={counts}")
     finished = [s for name in ("scen_states", "scen_tasks", "scen_checked", "scenarios")
                 for s in JsonlStore(tmp_path / f"{name}.jsonl", Scenario).read_all()
                 if s.status in ("dropped", "proven")] if (tmp_path / "scen_states.jsonl").exists() else []
