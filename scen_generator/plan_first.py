@@ -96,13 +96,18 @@ async def generate_plan(client: LLMClient, sandbox: Sandbox, env: EnvSpec, state
         calls = [ToolCall(name=c.name, arguments=c.arguments) for c in answer.calls][:cfg.plan_max_calls]
         replay = await asyncio.to_thread(sandbox.replay, env, state, calls)
         kept = [calls[i] for i in successful_steps(replay)]
-        if kept:
+        undone = bool(kept) and state_hash(replay.final_state) == state_hash(replay.initial_state)
+        if kept and not undone:
             kept = await asyncio.to_thread(minimal_plan, kept, lambda c: sandbox.replay(env, state, c))
-        if len(kept) >= cfg.plan_min_calls:
-            again = await asyncio.to_thread(sandbox.replay, env, state, kept)
-            if not again.errors and len(again.changing_steps) >= cfg.plan_min_calls:
-                return kept, problems
+            if len(kept) >= cfg.plan_min_calls:
+                again = await asyncio.to_thread(sandbox.replay, env, state, kept)
+                if not again.errors and len(again.changing_steps) >= cfg.plan_min_calls:
+                    return kept, problems
         feedback = plan_feedback(calls, replay)
+        if undone:
+            feedback += "\n- the calls undo each other: the final state equals the initial state"
+            problems.append(f"attempt {attempt + 1}: the calls undo each other")
+            continue
         problems.append(f"attempt {attempt + 1}: {len(kept)} of {len(calls)} calls succeeded and changed the state")
     return None, problems
 

@@ -6,6 +6,7 @@ re-run skips finished ids and retries only items that failed with an exception.
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any, Optional
 
@@ -143,7 +144,8 @@ class Steps:
             return dropped(scenario, ["no executable plan: " + " | ".join(problems)[:1000]])
         checks = await asyncio.to_thread(planned_checks, self.sandbox, env, state, calls, self.cfg.max_checklist_items)
         if not checks:
-            return dropped(scenario, ["the plan changes nothing a checker can compare (only volatile values)"])
+            plan = json.dumps([c.model_dump() for c in calls])[:600]
+            return dropped(scenario, [f"the plan changes nothing a checker can compare (only volatile values): {plan}"])
         task, problems = await generate_planned_task(self.client, env, state, checks, self.cfg, self.label("tasks"))
         if task is None:
             return dropped(scenario, ["no acceptable task for the plan: " + " | ".join(problems)[:1000]])

@@ -134,3 +134,43 @@ def test_minimal_plan_drops_steps_a_later_step_overwrites():
         return ToolCall(name="set", arguments={"key": key, "value": value})
     assert minimal_plan([put("a", 1), put("b", 2), put("a", 3)], replay) == [put("b", 2), put("a", 3)]
     assert minimal_plan([put("a", 1)], replay) == [put("a", 1)]
+
+
+class ToySandbox:
+    """A fake sandbox over a dict state and one tool, ``set_value(key, value)``."""
+
+    def replay(self, env, state, calls):
+        import copy
+        from envscaler_core.runtime import CallResult, state_diff
+        from scen_generator.sandbox import Replay
+        current, results = copy.deepcopy(state), []
+        for call in calls:
+            before = copy.deepcopy(current)
+            current[call.arguments["key"]] = call.arguments["value"]
+            results.append(CallResult(tool=call.name, arguments=call.arguments, observation={"success": True},
+                                      ok=True, state_diff=state_diff(before, current)))
+        return Replay(initial_state=copy.deepcopy(state), final_state=current, results=results)
+
+
+def test_a_plan_whose_calls_undo_each_other_is_reasked(scripted):
+    import asyncio
+    from envscaler_core.artifacts import EnvSpec
+    from envscaler_core.llm import LLMClient
+    from scen_generator.config import ScenGeneratorConfig
+    from scen_generator.plan_first import generate_plan
+
+    def put(key, value):
+        return {"name": "set_value", "arguments": {"key": key, "value": value}}
+    plans = iter([{"calls": [put("a", 1), put("a", 0)]},        # back where it started
+                  {"calls": [put("a", 1), put("b", 2)]}])
+    scripted.policy = lambda request: Reply.json(next(plans))
+    tool = {"type": "function", "function": {"name": "set_value", "parameters": {
+        "type": "object", "properties": {"key": {"type": "string"}, "value": {"type": "integer"}},
+        "required": ["key", "value"]}}}
+    env = EnvSpec(id="toy", env_class_name="Toy", env_class_code="class Toy: ...")
+    calls, problems = asyncio.run(generate_plan(LLMClient(scripted.config()), ToySandbox(), env, {"a": 0, "b": 0},
+                                                [tool], ScenGeneratorConfig(), "test"))
+    assert [c.arguments for c in calls] == [{"key": "a", "value": 1}, {"key": "b", "value": 2}]
+    assert problems == ["attempt 1: the calls undo each other"]
+    second = scripted.completion_requests[1]["messages"][0]["content"]
+    assert "undo each other" in second
