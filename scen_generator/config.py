@@ -48,6 +48,10 @@ class ScenGeneratorConfig(StageConfig):
             state-changing calls).
         plan_attempts: Plan samples (each shown the previous one's errors) before the state is dropped.
         plan_task_min_words: Minimum length of a ``plan_first`` task.
+        plan_missing_values: When the model's request still omits values the checkers compare
+            after ``task_attempts``: ``reask`` drops the state; ``append`` keeps the last request
+            with "Use these exact values: ..." added (recorded in the scenario's notes; for models
+            too small to restate many values, e.g. the 0.5B demo).
     """
 
     per_env: int = 50
@@ -76,3 +80,4 @@ class ScenGeneratorConfig(StageConfig):
     plan_max_calls: int = 4
     plan_attempts: int = 3
     plan_task_min_words: int = 12
+    plan_missing_values: Literal["reask", "append"] = "reask"

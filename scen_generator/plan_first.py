@@ -161,6 +161,7 @@ async def generate_planned_task(client: LLMClient, env: EnvSpec, state: dict, ch
                            feedback="")
     messages = [{"role": "user", "content": prompt}]
     problems: list[str] = []
+    last = ""
     for attempt in range(cfg.task_attempts):
         try:
             draft = await client.structured(messages, TaskDraft, temperature=cfg.task_temperature,
@@ -168,7 +169,7 @@ async def generate_planned_task(client: LLMClient, env: EnvSpec, state: dict, ch
         except StructuredOutputError as exc:
             problems.append(f"attempt {attempt + 1}: {str(exc)[:300]}")
             continue
-        task = clean_task(draft.task)
+        task = last = clean_task(draft.task)
         found, fixes = _task_problems(task, checks, cfg.plan_task_min_words)
         if not found:
             return task, problems
@@ -177,4 +178,15 @@ async def generate_planned_task(client: LLMClient, env: EnvSpec, state: dict, ch
             {"role": "assistant", "content": draft.model_dump_json()},
             {"role": "user", "content": "Rejected: " + "; ".join(found) + ". Write the request again ("
                                         + "; ".join(fixes) + "), as the same JSON object."}]
+    if cfg.plan_missing_values == "append" and last:
+        return with_values_appended(last, checks), problems + ["the missing values were appended"]
     return None, problems
+
+
+def with_values_appended(task: str, checks: list[DiffCheck]) -> str:
+    """``task`` plus the values the checkers need that it does not mention (``append`` mode)."""
+    missing = missing_values(task, checks)
+    if not missing:
+        return task
+    values = ", ".join(f"'{v}'" if isinstance(v, str) else str(v) for v in missing)
+    return f"{task.rstrip()} Use these exact values: {values}."

@@ -149,7 +149,10 @@ class Steps:
         task, problems = await generate_planned_task(self.client, env, state, checks, self.cfg, self.label("tasks"))
         if task is None:
             return dropped(scenario, ["no acceptable task for the plan: " + " | ".join(problems)[:1000]])
-        return scenario.model_copy(update={"task": task, "reference_solution": calls, "status": "task"})
+        done = scenario.model_copy(update={"task": task, "reference_solution": calls, "status": "task"})
+        if problems:  # earlier drafts' problems, and whether the missing values were appended
+            setattr(done, "task_notes", problems)
+        return done
 
     async def _checker_item(self, scenario: Scenario) -> Scenario:
         env = self._env(scenario)

@@ -174,3 +174,14 @@ def test_a_plan_whose_calls_undo_each_other_is_reasked(scripted):
     assert problems == ["attempt 1: the calls undo each other"]
     second = scripted.completion_requests[1]["messages"][0]["content"]
     assert "undo each other" in second
+
+
+def test_missing_values_can_be_appended_instead_of_dropping(model, scripted_env, tmp_path):
+    model.overrides["TaskDraft"] = lambda r: Reply.json({"analysis": "", "task": TASK})  # never names L001
+    assert cli(tmp_path, "states", "--per-env", "1") == 0
+    assert cli(tmp_path, "tasks", "--set", "plan_missing_values=append", "--set", "task_attempts=2") == 0
+    s = read(tmp_path / "scen_tasks.jsonl")[0]
+    assert s.status == "task" and s.task == TASK + " Use these exact values: 'L001'."
+    assert s.model_extra["task_notes"][-1] == "the missing values were appended"
+    assert cli(tmp_path, "checkers") == 0 and cli(tmp_path, "validate") == 0
+    assert read(tmp_path / "scenarios.jsonl")[0].status == "proven"
