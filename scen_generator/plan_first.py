@@ -10,6 +10,7 @@ which must mention every value the checkers require. The usual proof then runs u
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from typing import Any, Callable, Iterator, Optional
 
@@ -56,20 +57,23 @@ def plan_feedback(calls: list[ToolCall], replay: Replay) -> str:
 
 
 def minimal_plan(calls: list[ToolCall], replay: Callable[[list[ToolCall]], Replay]) -> list[ToolCall]:
-    """``calls`` without the ones whose effect a later call overwrites (same end state without them).
+    """``calls`` without steps whose effect is overwritten or undone (same end state without them).
 
-    A redundant step would let a mutant of it change another record and still score 1.0, since
-    the checkers only look at what the whole plan changed.
+    Single steps are tried first, then pairs (a create undone by a delete). A redundant step would
+    let a mutant of it score 1.0, since the checkers only look at what the whole plan changed.
     """
     target = state_hash(replay(calls).final_state)
     kept = list(calls)
-    for index in reversed(range(len(kept))):
-        shorter = kept[:index] + kept[index + 1:]
-        if not shorter:
-            break
-        trial = replay(shorter)
-        if not trial.errors and state_hash(trial.final_state) == target:
-            kept = shorter
+    for size in (1, 2):
+        changed = True
+        while changed and len(kept) > size:
+            changed = False
+            for drop in itertools.combinations(reversed(range(len(kept))), size):
+                shorter = [c for i, c in enumerate(kept) if i not in drop]
+                trial = replay(shorter)
+                if not trial.errors and state_hash(trial.final_state) == target:
+                    kept, changed = shorter, True
+                    break
     return kept
 
 

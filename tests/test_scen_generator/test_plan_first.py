@@ -119,21 +119,34 @@ def test_plan_tools_exclude_queries(model, scripted_env, tmp_path):
     assert STATE["books"]["B1"]["status"] == "available"  # fixtures untouched
 
 
-def test_minimal_plan_drops_steps_a_later_step_overwrites():
+def test_minimal_plan_drops_steps_a_later_step_overwrites_or_undoes():
     from envscaler_core.artifacts import ToolCall
+    from envscaler_core.runtime import CallResult
     from scen_generator.plan_first import minimal_plan
     from scen_generator.sandbox import Replay
 
-    def replay(calls):  # a toy environment: set(key, value) on a dict
-        state = {"a": 0, "b": 0}
+    def replay(calls):  # a toy environment: set a key; add / remove a key (errors when impossible)
+        state, results = {"a": 0, "b": 0}, []
         for call in calls:
-            state[call.arguments["key"]] = call.arguments["value"]
-        return Replay(initial_state={"a": 0, "b": 0}, final_state=state)
+            key, ok = call.arguments["key"], True
+            if call.name == "set":
+                state[key] = call.arguments["value"]
+            elif call.name == "add":
+                ok = key not in state
+                state.setdefault(key, 1)
+            elif call.name == "remove":
+                ok = state.pop(key, None) is not None
+            results.append(CallResult(tool=call.name, arguments=call.arguments, ok=ok,
+                                      observation={"success": ok}))
+        return Replay(initial_state={"a": 0, "b": 0}, final_state=state, results=results)
 
-    def put(key, value):
-        return ToolCall(name="set", arguments={"key": key, "value": value})
-    assert minimal_plan([put("a", 1), put("b", 2), put("a", 3)], replay) == [put("b", 2), put("a", 3)]
-    assert minimal_plan([put("a", 1)], replay) == [put("a", 1)]
+    def call(name, key, value=None):
+        return ToolCall(name=name, arguments={"key": key} | ({"value": value} if value is not None else {}))
+    assert minimal_plan([call("set", "a", 1), call("set", "b", 2), call("set", "a", 3)], replay) == \
+        [call("set", "b", 2), call("set", "a", 3)]
+    assert minimal_plan([call("set", "a", 1)], replay) == [call("set", "a", 1)]
+    # a create undone by a delete: neither goes alone (the delete would fail), the pair does
+    assert minimal_plan([call("add", "x"), call("remove", "x"), call("set", "b", 2)], replay) == [call("set", "b", 2)]
 
 
 class ToySandbox:
