@@ -23,6 +23,7 @@ class InteractConfig(StageConfig):
         temperature: Agent temperature (original: 0.7).
         user_temperature: Simulated user temperature (original: 0.7).
         max_tokens: Agent max tokens per turn.
+        user_max_tokens: Simulated user max tokens per turn.
         progress_reward: Compute the per-step progress reward (one checker run per new state).
         checker_timeout_s: Time budget of one checker.
         pool_size: Sandbox workers (default: concurrency).
@@ -37,6 +38,7 @@ class InteractConfig(StageConfig):
     temperature: Optional[float] = 0.7
     user_temperature: Optional[float] = 0.7
     max_tokens: Optional[int] = None
+    user_max_tokens: Optional[int] = 400
     progress_reward: bool = True
     checker_timeout_s: float = 2.0
     pool_size: Optional[int] = Field(default=None, ge=1)
@@ -47,7 +49,7 @@ class InteractConfig(StageConfig):
         steps = self.max_steps or (40 if self.mode == "user" else 30)
         return RolloutSettings(mode=self.mode, agent_mode=self.agent_mode, max_steps=steps,
                                temperature=self.temperature, user_temperature=self.user_temperature,
-                               max_tokens=self.max_tokens)
+                               max_tokens=self.max_tokens, user_max_tokens=self.user_max_tokens)
 
     def with_llm_concurrency(self) -> "InteractConfig":
         """Lets the shared endpoint clients carry as many requests as episodes in flight."""

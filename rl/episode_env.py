@@ -86,7 +86,7 @@ class EpisodeEnv:
         if self._user_client is None:
             config = resolve_llm_config("user", dict(self.options.user_llm or {}))
             self._user_client = LLMClient(config, label="rl-user")
-        return UserSimulator(self._user_client, task, self.settings.user_temperature)
+        return UserSimulator(self._user_client, task, self.settings.user_temperature, self.settings.user_max_tokens)
 
     # ------------------------------------------------------------------ gym API
     def reset(self, seed: Optional[int] = None, task_index: Optional[int] = None) -> tuple[str, dict]:

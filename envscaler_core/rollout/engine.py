@@ -50,7 +50,7 @@ class RolloutEngine:
             if self.user_client is None and not human_user:
                 raise ValueError("user mode needs a user_client (or a person playing the user)")
             user = UserSimulator(None if human_user else self.user_client, task.task,
-                                 self.settings.user_temperature)
+                                 self.settings.user_temperature, self.settings.user_max_tokens)
         return Episode(task, env, agent, self.settings, user, on_event)
 
     async def finish(self, episode: Episode, final_state: Optional[dict[str, Any]] = None) -> Trajectory:

@@ -28,6 +28,8 @@ class RolloutSettings(BaseModel):
         temperature: Agent sampling temperature (None = endpoint default).
         user_temperature: Simulated user temperature.
         max_tokens: Agent max tokens per turn (None = endpoint default).
+        user_max_tokens: Simulated user max tokens per turn (a user turn is short; a small model
+            that loops would otherwise generate until its context is full).
         system_prompt: Replaces the rendered agent system prompt when set.
     """
 
@@ -37,6 +39,7 @@ class RolloutSettings(BaseModel):
     temperature: Optional[float] = None
     user_temperature: Optional[float] = 0.7
     max_tokens: Optional[int] = None
+    user_max_tokens: Optional[int] = 400
     system_prompt: Optional[str] = None
 
 

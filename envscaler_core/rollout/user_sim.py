@@ -62,10 +62,12 @@ class UserSimulator:
         client: The user endpoint (None when a person plays the user).
         task: The hidden goal.
         temperature: Sampling temperature.
+        max_tokens: Cap on one reply (None = endpoint default).
     """
 
-    def __init__(self, client: Optional[LLMClient], task: str, temperature: Optional[float] = 0.7) -> None:
-        self.client, self.temperature = client, temperature
+    def __init__(self, client: Optional[LLMClient], task: str, temperature: Optional[float] = 0.7,
+                 max_tokens: Optional[int] = 400) -> None:
+        self.client, self.temperature, self.max_tokens = client, temperature, max_tokens
         self.messages: list[dict[str, Any]] = [
             {"role": "system", "content": render_prompt("envscaler_core.rollout", "user_simulator.md", task=task)}]
 
@@ -80,7 +82,7 @@ class UserSimulator:
         started, usage, raw, text = time.perf_counter(), Usage(), "", ""
         for attempt in range(EMPTY_RETRIES + 1):
             result = await self.client.chat(self.messages, temperature=self.temperature,
-                                            cache_salt=f"{cache_salt}:{attempt}")
+                                            max_tokens=self.max_tokens, cache_salt=f"{cache_salt}:{attempt}")
             usage = usage.add(result.usage if not result.cached else Usage(cache_hits=1))
             raw, text = result.content, parse_user_reply(result.content)
             if text:

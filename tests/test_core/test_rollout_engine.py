@@ -83,6 +83,8 @@ def test_user_mode_conversation_until_stop(scripted):
     assert t.user_messages[1]["content"].startswith("[Agent] Hi!")
     assert [m["role"] for m in t.user_messages[1:]] == ["user", "assistant"] * 3
     assert t.reward.final == 1.0
+    user_requests = [r for r in scripted.completion_requests if "###STOP###" in r["messages"][0]["content"]]
+    assert user_requests and all(r["max_tokens"] == 400 for r in user_requests)  # a looping user is cut
 
 
 def test_empty_user_turn_is_flagged(scripted):
