@@ -142,12 +142,19 @@ def planned_checks(sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[Tool
                        argument_values=list(_argument_values(calls)), limit=limit)
 
 
+# Phrases of our own re-ask that a small model copies into its "request" (measured on the 0.5B).
+_FEEDBACK_ECHOES = ("never mentions", "rejected", "reject the request", "use these exact values")
+
+
 def _task_problems(task: str, checks: list[DiffCheck], min_words: int) -> tuple[list[str], list[str]]:
     """(problems, what to do about each) for a drafted request."""
     problems, fixes = [], []
     if p := task_problem(task, min_words):
         problems.append(p)
         fixes.append("make it longer: add who the user is and why they need this")
+    if any(phrase in task.lower() for phrase in _FEEDBACK_ECHOES):
+        problems.append("the request repeats our rejection message")
+        fixes.append("write what the user wants done, not the rejection")
     missing = missing_values(task, checks)
     if missing:
         shown = ", ".join(repr(v) for v in missing[:8])
@@ -173,10 +180,12 @@ async def generate_planned_task(client: LLMClient, env: EnvSpec, state: dict, ch
         except StructuredOutputError as exc:
             problems.append(f"attempt {attempt + 1}: {str(exc)[:300]}")
             continue
-        task = last = clean_task(draft.task)
+        task = clean_task(draft.task)
         found, fixes = _task_problems(task, checks, cfg.plan_task_min_words)
         if not found:
             return task, problems
+        if not any(p.startswith("the request repeats") for p in found):
+            last = task  # a candidate for ``append``: only values missing
         problems.append(f"attempt {attempt + 1}: " + "; ".join(found))
         messages = messages[:1] + [
             {"role": "assistant", "content": draft.model_dump_json()},

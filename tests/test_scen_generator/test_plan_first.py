@@ -198,3 +198,13 @@ def test_missing_values_can_be_appended_instead_of_dropping(model, scripted_env,
     assert s.model_extra["task_notes"][-1] == "the missing values were appended"
     assert cli(tmp_path, "checkers") == 0 and cli(tmp_path, "validate") == 0
     assert read(tmp_path / "scenarios.jsonl")[0].status == "proven"
+
+
+def test_a_request_that_echoes_the_rejection_is_not_accepted(model, scripted_env, tmp_path):
+    echo = {"analysis": "", "task": "Reject the request as it never mentions 'L001', 'B1', 'M1', '2026-12-20', 2.5."}
+    answers = iter([Reply.json({"analysis": "", "task": TASK}), Reply.json(echo)])
+    model.overrides["TaskDraft"] = lambda r: next(answers, Reply.json(echo))
+    assert cli(tmp_path, "states", "--per-env", "1") == 0
+    assert cli(tmp_path, "tasks", "--set", "task_attempts=2") == 0
+    s = read(tmp_path / "scen_tasks.jsonl")[0]
+    assert s.status == "dropped" and "repeats our rejection message" in s.validation.reasons[0]
