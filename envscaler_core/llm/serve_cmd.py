@@ -23,10 +23,11 @@ def run(args: argparse.Namespace) -> int:
         server = start_server(args.model, args.port, args.ctx, args.threads)
     except ModelUnavailable as exc:
         raise UserError(str(exc)) from None
+    stop = threading.Event()
+    # Installed before the URL is printed: a client may send SIGTERM as soon as it reads it.
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     print(f"embedded model {server.model_path}\nOPENAI_BASE_URL={server.base_url}\n"
           "press Ctrl-C to stop", flush=True)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         stop.wait()
     except KeyboardInterrupt:
