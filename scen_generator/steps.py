@@ -149,18 +149,18 @@ class Steps:
         task, problems = await generate_planned_task(self.client, env, state, checks, self.cfg, self.label("tasks"))
         if task is None:
             return dropped(scenario, ["no acceptable task for the plan: " + " | ".join(problems)[:1000]])
-        done = scenario.model_copy(update={"task": task, "reference_solution": calls, "status": "task"})
+        checklist = [ChecklistItem(check_item=c.item, check_func=c.source) for c in checks]
+        done = scenario.model_copy(update={"task": task, "reference_solution": calls, "status": "task",
+                                           "checklist_with_func": checklist})
         if problems:  # earlier drafts' problems, and whether the missing values were appended
             setattr(done, "task_notes", problems)
         return done
 
     async def _checker_item(self, scenario: Scenario) -> Scenario:
         env = self._env(scenario)
-        if self.cfg.scenario_mode == "plan_first" and scenario.reference_solution:
-            checks = await asyncio.to_thread(planned_checks, self.sandbox, env, scenario.init_config,
-                                             scenario.reference_solution, self.cfg.max_checklist_items)
-            checklist = [ChecklistItem(check_item=c.item, check_func=c.source) for c in checks]
-            return scenario.model_copy(update={"checklist_with_func": checklist, "status": "checked"})
+        if self.cfg.scenario_mode == "plan_first" and scenario.checklist_with_func:
+            # written from the executed plan in the tasks step; nothing left to ask
+            return scenario.model_copy(update={"status": "checked"})
         items = await generate_checklist(self.client, env, scenario.task, self.cfg, self.label("checkers"))
         if not items:
             return dropped(scenario, ["the model gave no checklist"])
