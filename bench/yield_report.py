@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from envscaler_core.artifacts import EnvSpec, Scenario  # noqa: E402
 from envscaler_core.progress import format_table  # noqa: E402
 from envscaler_core.store import JsonlStore, read_json  # noqa: E402
-from yield_skel import method_stats  # noqa: E402
+from yield_skel import method_outcomes, method_stats  # noqa: E402
 
 
 def _read(path: Path, model):
@@ -46,16 +46,11 @@ def env_rows(run: Path) -> list[dict]:
     rows = []
     for env in _read(run / "envs.jsonl", EnvSpec):
         extra = env.model_extra or {}
-        attempts = extra.get("build_log", {}).get("method_attempts", [])
-        first: dict[str, bool] = {}
-        ever: dict[str, bool] = {}
-        for a in attempts:
-            first.setdefault(a["method"], a["ok"])
-            ever[a["method"]] = ever.get(a["method"], False) or a["ok"]
+        methods = method_outcomes(extra.get("build_log", {}).get("method_attempts", []))
         cal = env.inspection.calibration if env.inspection else {}
         rows.append({"env": env.env_class_name, "env_id": env.env_id, "status": env.status,
-                     "tools": len(env.tools), "model_methods": len(first),
-                     "first_try_ok": sum(first.values()), "ok_after_samples": sum(ever.values()),
+                     "tools": len(env.tools), "model_methods": methods["methods_asked"],
+                     "first_try_ok": methods["first_try_ok"], "ok_after_samples": methods["ok_after_samples"],
                      "dropped_tools": len(env.inspection.dropped_tools) if env.inspection else 0,
                      "false_alarms": f"{cal.get('false_alarms', 0)}/{cal.get('controls_judged', 0)}",
                      "scenarios": generated.get(env.env_id, 0), "proven": proven.get(env.env_id, 0)})

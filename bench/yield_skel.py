@@ -26,6 +26,16 @@ from skel_builder.__main__ import main as skel_main  # noqa: E402
 SMALL = ["rounds=12", "max_operations=6", "max_entities=3", "method_samples=3", "repair_rounds=1"]
 
 
+def method_outcomes(attempts: list[dict]) -> dict[str, int]:
+    """Methods asked, correct at the first try, and correct after samples, from one attempt log."""
+    by_method: dict[str, list[dict]] = {}
+    for a in attempts:
+        by_method.setdefault(a["method"], []).append(a)
+    return {"methods_asked": len(by_method),
+            "first_try_ok": sum(1 for a in by_method.values() if a[0]["ok"]),
+            "ok_after_samples": sum(1 for a in by_method.values() if any(x["ok"] for x in a))}
+
+
 def method_stats(run: Path) -> dict[str, int]:
     """First-try and final method outcomes from the drafts' and envs' attempt logs."""
     drafts = JsonlStore(run / "env_drafts.jsonl", EnvSpec).read_all() if (run / "env_drafts.jsonl").exists() else []
@@ -33,13 +43,8 @@ def method_stats(run: Path) -> dict[str, int]:
     stats = {"methods_asked": 0, "first_try_ok": 0, "ok_after_samples": 0, "failing_in_inspection": 0,
              "fixed_by_repair": 0, "dropped_tools": 0}
     for draft in drafts:
-        attempts = draft.model_extra.get("build_log", {}).get("method_attempts", [])
-        by_method: dict[str, list[dict]] = {}
-        for a in attempts:
-            by_method.setdefault(a["method"], []).append(a)
-        stats["methods_asked"] += len(by_method)
-        stats["first_try_ok"] += sum(1 for a in by_method.values() if a[0]["ok"])
-        stats["ok_after_samples"] += sum(1 for a in by_method.values() if any(x["ok"] for x in a))
+        for key, value in method_outcomes(draft.model_extra.get("build_log", {}).get("method_attempts", [])).items():
+            stats[key] += value
         env = envs.get(draft.id)
         if env and env.inspection:
             stats["failing_in_inspection"] += len({r["tool"] for r in env.inspection.repairs})
