@@ -1,12 +1,13 @@
-"""Wiring shared by the commands: sandbox pool, env factory, reward hook, endpoint clients."""
+"""Wiring shared by the commands: sandbox, env factory, reward hook, endpoint clients."""
 from __future__ import annotations
 
 import contextlib
 from typing import Iterator
 
-from envscaler_core.rollout import ChecklistReward, RolloutEngine, SandboxEnvFactory
+from envscaler_core.rollout import ChecklistReward, RolloutEngine, ScenarioEnvs
 from envscaler_core.runner import StageContext
-from envscaler_core.runtime import WorkerPool
+from envscaler_core.runtime import Sandbox
+from envscaler_core.scoring import Scorer
 from interact_with_env.config import InteractConfig
 
 STAGE = "interact_with_env"
@@ -19,7 +20,7 @@ def stage_context(config: InteractConfig) -> StageContext:
 
 @contextlib.contextmanager
 def rollout_engine(ctx: StageContext, *, agent: bool = True, user: bool = True) -> Iterator[RolloutEngine]:
-    """An engine over a fresh worker pool, torn down on exit.
+    """An engine over a fresh sandbox, torn down on exit.
 
     Args:
         ctx: The stage context (its config is an :class:`InteractConfig`).
@@ -28,13 +29,8 @@ def rollout_engine(ctx: StageContext, *, agent: bool = True, user: bool = True) 
     """
     config: InteractConfig = ctx.config  # type: ignore[assignment]
     settings = config.rollout_settings()
-    with WorkerPool(config.pool_size or max(1, config.concurrency)) as pool:
-        factory = SandboxEnvFactory(pool, threads=2 * config.concurrency + 2)
-        try:
-            reward = ChecklistReward(factory, progress=config.progress_reward, timeout_s=config.checker_timeout_s)
-            user_client = ctx.client("user") if settings.mode == "user" and user else None
-            yield RolloutEngine(factory, ctx.client("agent") if agent else None, settings,
-                                user_client=user_client, reward_hook=reward,
-                                model=None if agent else "human")
-        finally:
-            factory.close()
+    with Sandbox(config.pool_size or max(1, config.concurrency), checker_timeout_s=config.checker_timeout_s) as sandbox:
+        reward = ChecklistReward(Scorer(sandbox), progress=config.progress_reward)
+        user_client = ctx.client("user") if settings.mode == "user" and user else None
+        yield RolloutEngine(ScenarioEnvs(sandbox), ctx.client("agent") if agent else None, settings,
+                            user_client=user_client, reward_hook=reward, model=None if agent else "human")

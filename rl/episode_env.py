@@ -7,22 +7,39 @@ simulated user's opening); ``step`` parses ``<tool_call>`` blocks, runs them in 
 returns the observation text; the reward is the checklist pass share at the end, optionally
 spread over the steps as progress (the sum of step rewards is then still the final share).
 The ROLL (``gem.Env``) and TRL adapters wrap this class.
+
+Episodes are built and finished by the engine (``RolloutEngine.new_episode``/``finish``) and
+scored by :mod:`envscaler_core.scoring`; the sandbox is the process-wide
+:meth:`~envscaler_core.runtime.Sandbox.shared` one (ROLL runs many instances per process, one
+thread each). An episode's session goes back to the pool as soon as the episode ends, before it
+is scored; checkers run on the sandbox's separate checker workers.
 """
 from __future__ import annotations
 
 import asyncio
+import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any, Literal, Optional
 
 from envscaler_core.artifacts import Trajectory
 from envscaler_core.llm import LLMClient, resolve_llm_config
-from envscaler_core.rollout import (AgentPolicy, ChecklistReward, Episode, EpisodeOutcome,
-                                    RolloutSettings, UserSimulator)
-from envscaler_core.rollout.rewards import share_true
-from envscaler_core.runtime import run_checkers
+from envscaler_core.rollout import ChecklistReward, Episode, RolloutEngine, RolloutSettings, ScenarioEnvs
+from envscaler_core.runtime import Sandbox
+from envscaler_core.scoring import Scorer
 from rl.actions import ToolCallMode, parse_action
-from rl.resources import shared_factory
 from rl.tasks import load_task_set
+
+_SCORERS: "weakref.WeakKeyDictionary[Sandbox, Scorer]" = weakref.WeakKeyDictionary()
+_SCORERS_LOCK = threading.Lock()
+
+
+def _shared_scorer(sandbox: Sandbox) -> Scorer:
+    """One scorer per sandbox: the envs of a process share its checker cache and reference replays."""
+    with _SCORERS_LOCK:
+        if sandbox not in _SCORERS:
+            _SCORERS[sandbox] = Scorer(sandbox)
+        return _SCORERS[sandbox]
 
 
 @dataclass
@@ -37,7 +54,8 @@ class EnvOptions:
         max_steps: Agent steps before truncation (the paper's 40 actions).
         progress_reward: Give the change of the checklist pass share after each step.
         reward_on_truncation: Score truncated episodes (the original gives them 0).
-        pool_size: Sandbox workers shared by the envs of one process.
+        pool_size: Sandbox session workers shared by the envs of one process (checkers get
+            their own workers, see :class:`~envscaler_core.runtime.Sandbox`).
         user_llm: Overrides of the simulated user's endpoint (``base_url``, ``model``, ...);
             the ``USER_OPENAI_*`` / ``OPENAI_*`` variables are read first.
         require_proven: Only scenarios with status ``checked``/``proven``.
@@ -66,27 +84,26 @@ class EpisodeEnv:
                                    self.options.require_proven)
         self.settings = RolloutSettings(mode=self.options.mode, agent_mode="text",
                                         max_steps=self.options.max_steps)
-        self.factory = shared_factory(self.options.pool_size)
-        self.reward_hook = ChecklistReward(self.factory, progress=False)
-        self._user_client: Optional[LLMClient] = None
+        self.sandbox = Sandbox.shared(self.options.pool_size)
+        self.scorer = _shared_scorer(self.sandbox)
+        self.engine = RolloutEngine(ScenarioEnvs(self.sandbox), None, self.settings, user_client=self._user_client(),
+                                    reward_hook=ChecklistReward(self.scorer, progress=self.options.progress_reward),
+                                    model="policy")
         self._loop = asyncio.new_event_loop()
         self.episode: Optional[Episode] = None
         self._env = None
         self._shares: list[float] = [0.0]
         self.final_reward: Optional[float] = None
-        self.result = None
+        self._trajectory: Optional[Trajectory] = None
 
     # ------------------------------------------------------------------ plumbing
     def _run(self, coroutine):
         return self._loop.run_until_complete(coroutine)
 
-    def _user(self, task: str) -> Optional[UserSimulator]:
+    def _user_client(self) -> Optional[LLMClient]:
         if self.options.mode != "user":
             return None
-        if self._user_client is None:
-            config = resolve_llm_config("user", dict(self.options.user_llm or {}))
-            self._user_client = LLMClient(config, label="rl-user")
-        return UserSimulator(self._user_client, task, self.settings.user_temperature, self.settings.user_max_tokens)
+        return LLMClient(resolve_llm_config("user", dict(self.options.user_llm or {})), label="rl-user")
 
     # ------------------------------------------------------------------ gym API
     def reset(self, seed: Optional[int] = None, task_index: Optional[int] = None) -> tuple[str, dict]:
@@ -100,13 +117,15 @@ class EpisodeEnv:
         """
         self.close_episode()
         task = self.tasks.task(seed, task_index)
-        self._env = self._run(self.factory.open(task))
-        policy = AgentPolicy(None, self.settings, self._env.tools, task.env_introduction)
-        self.episode = Episode(task, self._env, policy, self.settings, user=self._user(task.task))
+        self._env = self._run(self.engine.env_factory.open(task))
+        self.episode = self.engine.new_episode(task, self._env)
+        policy = self.episode.agent
         self._run(self.episode.start())
-        self._shares, self.final_reward, self.result = [0.0], None, None
+        self._shares, self.final_reward, self._trajectory = [0.0], None, None
         if self.options.progress_reward:
             self._shares = [self._share(self.episode.initial_state)]
+        if self.episode.done:  # the simulated user ended it at once
+            self.score()
         first = next(m["content"] for m in self.episode.messages if m["role"] == "user") \
             if self.episode.messages else ""
         info = {"system_prompt": policy.system_prompt, "env_instruction": policy.system_prompt,
@@ -146,10 +165,8 @@ class EpisodeEnv:
 
     # ------------------------------------------------------------------ rewards
     def _share(self, state: dict) -> float:
-        task = self.episode.task
-        funcs = [c.check_func for c in task.payload.scenario.checklist_with_func]
-        results = run_checkers(self.factory.pool, funcs, state, self.episode.initial_state)
-        return share_true(results)
+        scenario = self.episode.task.payload.scenario
+        return self.scorer.share(scenario.checklist_with_func, state, self.episode.initial_state)
 
     def _reward(self, new_steps) -> float:
         if self.episode.done:
@@ -162,28 +179,27 @@ class EpisodeEnv:
         return 0.0
 
     def score(self) -> float:
-        """End the episode now (if it is running) and return its checklist reward."""
+        """End the episode now (if it is running), free its session, and return its checklist reward."""
         if self.final_reward is not None:
             return self.final_reward
         if not self.episode.done:
             self.episode.stop("scored")
-        truncated = self.episode.termination == "max_steps"
-        if truncated and not self.options.reward_on_truncation:
-            self.final_reward = 0.0
-            return 0.0
         final_state = self._run(self._env.snapshot())
-        outcome = EpisodeOutcome(self.episode.task, self.episode.initial_state, final_state,
-                                 list(self.episode.steps), self.episode.termination)
-        self.result = self._run(self.reward_hook(outcome))
-        self.final_reward = self.result.reward.final
+        self.close_episode()  # the worker goes back to the pool before scoring, not at the next reset
+        self._trajectory = self._run(self.engine.finish(self.episode, final_state))
+        truncated = self.episode.termination == "max_steps"
+        scored = self.options.reward_on_truncation or not truncated
+        self.final_reward = self._trajectory.reward.final if scored else 0.0
         return self.final_reward
+
+    @property
+    def result(self):
+        """The scored trajectory's reward breakdown (None before scoring)."""
+        return self._trajectory.reward if self._trajectory is not None else None
 
     def trajectory(self) -> Trajectory:
         """The episode so far as a :class:`Trajectory` (with its reward once scored)."""
-        trajectory = self.episode.trajectory(model="policy")
-        if self.result is not None:
-            trajectory.reward, trajectory.flags = self.result.reward, trajectory.flags + self.result.flags
-        return trajectory
+        return self._trajectory if self._trajectory is not None else self.episode.trajectory(model="policy")
 
     # ------------------------------------------------------------------ cleanup
     def close_episode(self) -> None:

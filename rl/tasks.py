@@ -11,6 +11,7 @@ from envscaler_core.artifacts import EnvSpec, Scenario
 from envscaler_core.cli import UserError
 from envscaler_core.original_format import load_envs, load_scenarios
 from envscaler_core.rollout import EpisodeTask, episode_tasks
+from envscaler_core.scoring import has_checkers
 
 USABLE_STATUSES = ("checked", "proven")
 
@@ -34,8 +35,7 @@ class TaskSet:
 
 
 def _usable(scenario: Scenario, envs: dict[str, EnvSpec]) -> bool:
-    return (scenario.env_id in envs and bool(scenario.checklist_with_func)
-            and all(c.check_func for c in scenario.checklist_with_func))
+    return scenario.env_id in envs and has_checkers(scenario)
 
 
 @lru_cache(maxsize=8)

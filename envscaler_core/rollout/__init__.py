@@ -2,8 +2,8 @@
 
 Generic parts: :class:`RolloutEngine`, :class:`Episode`, :class:`AgentPolicy`,
 :class:`UserSimulator`, the protocols in ``types``, reports (``metrics``) and SFT filters
-(``filters``). EnvScaler-specific parts: the sandbox adapter (``sandbox``) and checklist
-rewards (``rewards``). Used by ``interact_with_env``, ``rl`` and ``evaluation``.
+(``filters``). EnvScaler-specific parts: scenario tasks and the env factory over the sandbox
+facade (``tasks``) and the checklist reward hook (``rewards``, over :mod:`envscaler_core.scoring`). Used by ``interact_with_env``, ``rl`` and ``evaluation``.
 """
 from envscaler_core.rollout.agent import AgentAction, AgentCall, AgentPolicy
 from envscaler_core.rollout.engine import RolloutEngine, run_episodes
@@ -11,14 +11,13 @@ from envscaler_core.rollout.episode import Episode
 from envscaler_core.rollout.filters import FilterSettings, filter_reasons, filter_trajectories
 from envscaler_core.rollout.metrics import build_report, is_success, report_rows, success_counts
 from envscaler_core.rollout.rewards import ChecklistReward
-from envscaler_core.rollout.sandbox import (SandboxEnv, SandboxEnvFactory, ScenarioPayload, env_introduction,
-                                            episode_tasks)
+from envscaler_core.rollout.tasks import ScenarioEnvs, ScenarioPayload, env_introduction, episode_tasks
 from envscaler_core.rollout.types import (EnvFactory, EpisodeOutcome, EpisodeTask, RewardHook, RewardResult,
                                           RolloutSettings, StepOutcome, ToolEnv)
 from envscaler_core.rollout.user_sim import STOP, UserSimulator, parse_user_reply
 
 __all__ = ["AgentAction", "AgentCall", "AgentPolicy", "ChecklistReward", "EnvFactory", "Episode",
            "EpisodeOutcome", "EpisodeTask", "FilterSettings", "RewardHook", "RewardResult", "RolloutEngine",
-           "RolloutSettings", "STOP", "SandboxEnv", "SandboxEnvFactory", "ScenarioPayload", "StepOutcome",
+           "RolloutSettings", "STOP", "ScenarioEnvs", "ScenarioPayload", "StepOutcome",
            "ToolEnv", "UserSimulator", "build_report", "env_introduction", "episode_tasks", "filter_reasons",
            "filter_trajectories", "is_success", "parse_user_reply", "report_rows", "run_episodes", "success_counts"]

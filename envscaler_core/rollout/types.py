@@ -3,7 +3,7 @@
 The engine is generic: it drives an agent (and optionally a simulated user) against any
 environment that exposes OpenAI tool schemas and a ``call`` coroutine (:class:`ToolEnv`),
 and scores the episode with any :class:`RewardHook`. The sandboxed EnvScaler environments
-(``sandbox.py``) and checklist rewards (``rewards.py``) are one implementation of each.
+(``tasks.py``, over the sandbox facade) and checklist rewards (``rewards.py``) are one implementation of each.
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ class EpisodeTask:
     """One episode to run: which task, which sample, and what the env/reward need.
 
     ``payload`` is opaque to the engine; the env factory and the reward hook read it
-    (for EnvScaler scenarios it is a :class:`~envscaler_core.rollout.sandbox.ScenarioPayload`).
+    (for EnvScaler scenarios it is a :class:`~envscaler_core.rollout.tasks.ScenarioPayload`).
     """
 
     id: str

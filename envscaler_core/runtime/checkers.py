@@ -11,7 +11,10 @@ __all__ = ["run_checkers", "arun_checkers"]
 
 
 def _run_one(pool: Any, index: int, source: str, final: dict, initial: dict, timeout_s: float) -> CheckResult:
-    worker = pool.acquire()
+    try:  # no free worker (pool_busy / pool_closed) is a checker error, never an exception
+        worker = pool.acquire()
+    except WorkerError as exc:
+        return CheckResult(index=index, status="error", error=f"checker not run ({exc.error_type}): {exc}")
     req = {"op": "check", "source": source, "final_state": final, "initial_state": initial, "timeout_s": timeout_s}
     try:
         resp = worker.request(req, timeout_s + pool.limits.kill_grace_s)

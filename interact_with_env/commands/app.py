@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 
 from envscaler_core.config import add_config_arguments, config_from_args
-from envscaler_core.runtime import WorkerPool
+from envscaler_core.runtime import Sandbox
 from interact_with_env.config import SECTION, InteractConfig
 from interact_with_env.loading import read_envs, read_scenarios
 from interact_with_env.stack import stage_context
@@ -23,12 +23,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="scenarios (default: demo)")
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=7860, help="port")
-    parser.add_argument("--workers", type=int, default=6, help="sandbox workers (live sessions + 1)")
+    parser.add_argument("--workers", type=int, default=6, help="live play sessions (sandbox session workers; checkers have their own)")
     add_config_arguments(parser)
 
 
 def launch(args: argparse.Namespace, block: bool = True):
-    """Builds and launches the demo; returns ``(demo, backend, pool)`` when not blocking."""
+    """Builds and launches the demo; returns ``(demo, backend, sandbox)`` when not blocking."""
     from interact_with_env.play.backend import PlayBackend
     from interact_with_env.play.ui import build_app
 
@@ -36,17 +36,16 @@ def launch(args: argparse.Namespace, block: bool = True):
     envs = read_envs(args.envs)
     scenarios = read_scenarios(args.scenarios, envs)
     envs = {e: spec for e, spec in envs.items() if any(s.env_id == e for s in scenarios)}
-    pool = WorkerPool(max(2, args.workers))
-    backend = PlayBackend(stage_context(config), envs, scenarios, pool)
+    sandbox = Sandbox(max(1, args.workers), checker_timeout_s=config.checker_timeout_s)
+    backend = PlayBackend(stage_context(config), envs, scenarios, sandbox)
     demo = build_app(backend)
     demo.queue(default_concurrency_limit=8)
     demo.launch(server_name=args.host, server_port=args.port, share=False, prevent_thread_lock=not block,
                 quiet=not block)
-    return demo, backend, pool
+    return demo, backend, sandbox
 
 
 def run(args: argparse.Namespace) -> int:
-    demo, backend, pool = launch(args, block=True)
-    backend.close()
-    pool.close()
+    demo, backend, sandbox = launch(args, block=True)
+    sandbox.close()
     return 0

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from envscaler_core.cli import UserError
-from envscaler_core.runtime import EnvLoadError, WorkerPool
+from envscaler_core.runtime import EnvLoadError, Sandbox
 from interact_with_env.loading import parse_json_arg, read_env, read_json_file
 
 
@@ -25,9 +25,9 @@ def run(args: argparse.Namespace) -> int:
     if not isinstance(state, dict):
         raise UserError("the state file must hold a JSON object keyed by attribute name")
     arguments = parse_json_arg(args.args, "--args")
-    with WorkerPool(1) as pool:
+    with Sandbox(1, 1) as sandbox:
         try:
-            session = pool.open_session(env.env_class_code, env.env_class_name, init_config=state, initial_state=state)
+            session = sandbox.open(env, state)
         except EnvLoadError as exc:
             raise UserError(f"env {env.env_id!r} does not load ({exc.error_type}): {str(exc).splitlines()[0]}") from None
         with session:

@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 
 from envscaler_core.cli import UserError
-from envscaler_core.runtime import EnvLoadError, WorkerPool
+from envscaler_core.runtime import EnvLoadError, Sandbox
 from interact_with_env.loading import read_env, read_json_file, read_scenarios
 
 
@@ -35,10 +35,9 @@ def run(args: argparse.Namespace) -> int:
     env = read_env(args.envs, args.env_id)
     state = _initial_state(args, env.env_id)
     logging.getLogger().setLevel(logging.WARNING)  # stdout is the protocol; logs go to stderr only
-    with WorkerPool(1) as pool:
+    with Sandbox(1, 1) as sandbox:
         try:
-            session = pool.open_session(env.env_class_code, env.env_class_name, init_config=state,
-                                        initial_state=state)
+            session = sandbox.open(env, state)
         except EnvLoadError as exc:
             raise UserError(f"env {env.env_id!r} does not load ({exc.error_type}): {str(exc).splitlines()[0]}") from None
         from interact_with_env.mcp_server import serve_stdio

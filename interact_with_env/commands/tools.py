@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from envscaler_core.cli import UserError
-from envscaler_core.runtime import EnvLoadError, WorkerPool
+from envscaler_core.runtime import EnvLoadError, Sandbox
 from interact_with_env.loading import read_env
 
 
@@ -17,9 +17,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     env = read_env(args.envs, args.env_id)
-    with WorkerPool(1) as pool:
+    with Sandbox(1, 1) as sandbox:
         try:
-            tools = pool.compute_schemas(env.env_class_code, env.env_class_name)
+            tools = sandbox.tools(env)
         except EnvLoadError as exc:
             raise UserError(f"env {env.env_id!r} does not load ({exc.error_type}): {str(exc).splitlines()[0]}") from None
     print(json.dumps(tools, indent=2, ensure_ascii=False))

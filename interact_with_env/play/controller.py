@@ -13,8 +13,8 @@ from typing import Any, Optional
 
 from envscaler_core.artifacts import EnvSpec, Scenario, Trajectory
 from envscaler_core.rollout import Episode, RolloutEngine, RolloutSettings, episode_tasks
-from envscaler_core.rollout.sandbox import SandboxEnv, SandboxEnvFactory
-from envscaler_core.runtime import run_checkers
+from envscaler_core.runtime import AsyncSession
+from envscaler_core.scoring import Scorer
 from envscaler_core.store import write_json_atomic
 
 STATUS_ICON = {"true": "✔ pass", "false": "✘ fail", "error": "! error"}
@@ -25,6 +25,7 @@ class PlaySession:
 
     Args:
         engine: Engine whose settings (mode, agent mode, limits) apply to this episode.
+        scorer: Evaluates the checklist on the live state (the engine's reward hook scores the end).
         env: The environment spec.
         scenario: The scenario.
         human_agent: A person writes the agent turns.
@@ -32,12 +33,12 @@ class PlaySession:
         out_dir: Where finished trajectories are saved.
     """
 
-    def __init__(self, engine: RolloutEngine, env: EnvSpec, scenario: Scenario, *, human_agent: bool = False,
-                 human_user: bool = False, out_dir: Path = Path("runs/play")) -> None:
-        self.engine, self.env_spec, self.scenario = engine, env, scenario
+    def __init__(self, engine: RolloutEngine, scorer: Scorer, env: EnvSpec, scenario: Scenario, *,
+                 human_agent: bool = False, human_user: bool = False, out_dir: Path = Path("runs/play")) -> None:
+        self.engine, self.scorer, self.env_spec, self.scenario = engine, scorer, env, scenario
         self.human_agent, self.human_user, self.out_dir = human_agent, human_user, out_dir
         self.task = episode_tasks([scenario], {env.env_id: env}, 1)[0]
-        self.env: Optional[SandboxEnv] = None
+        self.env: Optional[AsyncSession] = None
         self.episode: Optional[Episode] = None
         self.trajectory: Optional[Trajectory] = None
         self.saved_path: Optional[Path] = None
@@ -47,10 +48,6 @@ class PlaySession:
     @property
     def settings(self) -> RolloutSettings:
         return self.engine.settings
-
-    @property
-    def factory(self) -> SandboxEnvFactory:
-        return self.engine.env_factory  # type: ignore[return-value]
 
     @property
     def waiting_for(self) -> str:
@@ -64,7 +61,7 @@ class PlaySession:
 
     async def start(self) -> None:
         """Opens the environment and writes the first messages (unless a person opens)."""
-        self.env = await self.factory.open(self.task)
+        self.env = await self.engine.env_factory.open(self.task)
         self.episode = self.engine.new_episode(self.task, self.env, human_user=self.human_user)
         if not (self.settings.mode == "user" and self.human_user):
             await self.episode.start()
@@ -104,20 +101,19 @@ class PlaySession:
         if self.env is None:
             return
         self.state = await self.env.snapshot()
-        funcs = [c.check_func for c in self.scenario.checklist_with_func]
-        results = await self.factory.run_blocking(run_checkers, self.factory.pool, funcs, self.state,
-                                                  self.episode.initial_state if self.episode else {})
-        self.checks = [(item.check_item, r.status) for item, r in zip(self.scenario.checklist_with_func, results)]
+        checks = await self.scorer.achecks(self.scenario.checklist_with_func, self.state,
+                                           self.episode.initial_state if self.episode else {})
+        self.checks = [(c.check_item, c.status) for c in checks]
 
     async def finish(self) -> Trajectory:
-        """Scores the episode, saves the trajectory JSON and closes the environment."""
+        """Closes the environment (its worker goes back at once), scores the episode, saves the trajectory."""
         assert self.episode is not None and self.env is not None
         self.episode.stop("stopped_by_player")
         await self.refresh()
+        await self.close()
         self.trajectory = await self.engine.finish(self.episode, self.state)
         self.saved_path = self.out_dir / f"{self.task.id.replace('#', '_')}.json"
         write_json_atomic(self.saved_path, self.trajectory.model_dump(mode="json"))
-        await self.close()
         return self.trajectory
 
     async def close(self) -> None:

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence
 
 from envscaler_core.original_format import load_envs, load_scenarios
-from envscaler_core.rollout import ChecklistReward, RolloutEngine, RolloutSettings, SandboxEnvFactory
-from envscaler_core.runtime import WorkerPool
+from envscaler_core.rollout import ChecklistReward, RolloutEngine, RolloutSettings, ScenarioEnvs
+from envscaler_core.runtime import Sandbox
+from envscaler_core.scoring import Scorer
 from envscaler_core.llm import LLMClient
 from envscaler_core.testing.scripted_server import Reply
 
@@ -61,11 +62,7 @@ RETURN_PLAN = [Reply.tool_call("return_book", {"book_id": "B2"}), Reply.text("Ta
 def engine_for(server, settings: RolloutSettings, *, progress: bool = True, cache=None,
                pool_size: int = 2) -> Iterator[RolloutEngine]:
     """An engine over the fixture env with the scripted server as agent and user endpoint."""
-    with WorkerPool(pool_size) as pool:
-        factory = SandboxEnvFactory(pool, threads=8)
+    with Sandbox(pool_size) as sandbox:
         client = LLMClient(server.config(cache=cache is not None), cache=cache)
-        try:
-            yield RolloutEngine(factory, client, settings, user_client=client,
-                                reward_hook=ChecklistReward(factory, progress=progress))
-        finally:
-            factory.close()
+        yield RolloutEngine(ScenarioEnvs(sandbox), client, settings, user_client=client,
+                            reward_hook=ChecklistReward(Scorer(sandbox), progress=progress))

@@ -27,13 +27,12 @@ def app_url(scripted_env, tmp_path):
     args = parser.parse_args(["--envs", str(ENVS), "--scenarios", str(SCENARIOS), "--port", str(port),
                               "--out", str(tmp_path), "--no-cache", "--set", "llm.default.max_retries=0"])
     scripted_env.policy = planned(CHECKOUT_PLAN)
-    demo, backend, pool = app_cmd.launch(args, block=False)
+    demo, backend, sandbox = app_cmd.launch(args, block=False)
     try:
         yield f"http://127.0.0.1:{port}/"
     finally:
         demo.close()
-        backend.close()
-        pool.close()
+        sandbox.close()
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from envscaler_core.original_format import load_envs, load_scenarios
-from envscaler_core.runtime import WorkerPool, run_checkers
+from envscaler_core.runtime import Sandbox
+from envscaler_core.scoring import Scorer
 from interact_with_env.commands.app import DATA
 from interact_with_env.config import InteractConfig
 from interact_with_env.play.backend import PlayBackend
@@ -19,10 +20,8 @@ from tests.test_interact_with_env.helpers import CHECKOUT_PLAN, fixture_inputs, 
 def backend(scripted_env, tmp_path):
     envs, scenarios = fixture_inputs()
     config = InteractConfig(out=tmp_path, cache=False, llm={"default": {"max_retries": 0}})
-    with WorkerPool(3) as pool:
-        b = PlayBackend(stage_context(config), envs, scenarios, pool)
-        yield b
-        b.close()
+    with Sandbox(2) as sandbox:
+        yield PlayBackend(stage_context(config), envs, scenarios, sandbox)
 
 
 def test_model_plays_step_by_step_and_checklist_turns_green(backend, scripted_env):
@@ -64,15 +63,11 @@ def test_person_plays_the_agent_and_the_user(backend, scripted_env):
 
 def test_demo_data_reference_solutions_pass_their_checklists():
     envs = load_envs(DATA / "demo_envs.jsonl")
-    with WorkerPool(2) as pool:
+    with Sandbox(1) as sandbox:
+        scorer = Scorer(sandbox)
         for scenario in load_scenarios(DATA / "demo_scenarios.jsonl"):
-            env = envs[scenario.env_id]
-            with pool.open_session(env.env_class_code, env.env_class_name, init_config=scenario.init_config,
-                                   initial_state=scenario.init_config) as session:
-                initial = session.snapshot()
-                for call in scenario.reference_solution:
-                    assert session.call(call.name, call.arguments).ok, call
-                final = session.snapshot()
-            funcs = [c.check_func for c in scenario.checklist_with_func]
-            assert {r.status for r in run_checkers(pool, funcs, final, initial)} == {"true"}
-            assert "false" in {r.status for r in run_checkers(pool, funcs, initial, initial)}
+            replay = sandbox.replay(envs[scenario.env_id], scenario.init_config, scenario.reference_solution)
+            assert not replay.errors, replay.errors
+            initial, final = replay.initial_state, replay.final_state
+            assert {c.status for c in scorer.checks(scenario.checklist_with_func, final, initial)} == {"true"}
+            assert "false" in {c.status for c in scorer.checks(scenario.checklist_with_func, initial, initial)}

@@ -12,8 +12,8 @@ def shop_paths(tmp_path_factory):
 @pytest.fixture(scope="session", autouse=True)
 def _close_sandbox_pool():
     yield
-    from rl.resources import close_shared
-    close_shared()
+    from envscaler_core.runtime import Sandbox
+    Sandbox.close_shared()
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,181 @@
+"""The one scoring function: a scenario's checklist -> :class:`RewardBreakdown`.
+
+Used by rollouts (``rollout.rewards.ChecklistReward``), the scenario proof, the play demo and
+``rl``. This is the only module that unpacks ``checklist_with_func`` into checker sources.
+
+* ``final``: share of checkers that return True on the final state (the paper's reward).
+  A checker that errors is recorded as ``status="error"`` with its reason, counted in
+  ``checker_errors`` and flagged ``checker_error``; it stays in the denominator (an error is
+  never a pass, so a broken checker cannot inflate a reward). An empty checklist gives 0.0
+  and the flag ``no_checklist`` (the original divided by zero).
+* ``progress``: the same share after every step (states rebuilt from the steps' JSON-Patch
+  diffs). Checkers are pure functions of (final state, initial state), so results are cached
+  per (checker sources, initial hash, state hash): samples of a scenario that pass through the
+  same states (the initial one at least) are checked once.
+* ``state_match``: final state hash == hash after replaying the scenario's reference solution
+  on a fresh instance (None without a reference solution; replayed once per scenario).
+* ``premature_stop`` flag: the user stopped while the last state-changing call of the reference
+  solution (or, without one, any state-changing call) is missing from the episode.
+
+Checkers, replays and progress checks run on the sandbox's one-shot workers, never on session
+workers, so scoring never waits for an episode's session.
+"""
+from __future__ import annotations
+
+import collections
+import copy
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+from envscaler_core.artifacts import (ChecklistItem, CheckOutcome, EnvSpec, RewardBreakdown, Scenario,
+                                      StepRecord, content_id)
+from envscaler_core.runtime import Sandbox, apply_diff, state_hash
+
+__all__ = ["ReferenceReplay", "Score", "Scorer", "has_checkers", "premature_stop", "share_true"]
+
+CACHE_SIZE = 4096
+
+
+@dataclass
+class ReferenceReplay:
+    """The outcome of replaying a reference solution."""
+
+    state_hash: Optional[str]
+    changing_calls: list[str]
+    error: Optional[str] = None
+
+
+@dataclass
+class Score:
+    """A reward breakdown plus the flags scoring raised."""
+
+    reward: RewardBreakdown
+    flags: list[str] = field(default_factory=list)
+
+
+def share_true(checks: Sequence[Any]) -> float:
+    """Checkers True / all checkers (0.0 for none)."""
+    return round(sum(c.status == "true" for c in checks) / len(checks), 4) if checks else 0.0
+
+
+def has_checkers(scenario: Scenario) -> bool:
+    """Whether every checklist item of ``scenario`` has a checker (and there is at least one)."""
+    return bool(scenario.checklist_with_func) and all(c.check_func for c in scenario.checklist_with_func)
+
+
+def premature_stop(termination: str, steps: Sequence[StepRecord], reference: Optional[ReferenceReplay]) -> bool:
+    """Whether a user stop came before the agent made the decisive state change."""
+    if termination != "user_stop":
+        return False
+    changed = {s.name for s in steps if s.state_diff and s.error_type is None}
+    if reference and reference.changing_calls:
+        return reference.changing_calls[-1] not in changed
+    return not changed
+
+
+class Scorer:
+    """Scores states and episodes of scenarios in a :class:`Sandbox` (thread-safe; caches results).
+
+    Args:
+        sandbox: Where checkers and reference replays run.
+        cache_size: Checker results kept (per checklist, initial state and state).
+    """
+
+    def __init__(self, sandbox: Sandbox, cache_size: int = CACHE_SIZE) -> None:
+        self.sandbox, self.cache_size = sandbox, cache_size
+        self._cache: "collections.OrderedDict[tuple[str, str, str], list[CheckOutcome]]" = collections.OrderedDict()
+        self._references: dict[str, Optional[ReferenceReplay]] = {}
+        self._lock = threading.Lock()
+        self._reference_locks: dict[str, threading.Lock] = collections.defaultdict(threading.Lock)
+
+    # ------------------------------------------------------------------ checks
+    def checks(self, checklist: Sequence[ChecklistItem], final: dict, initial: dict) -> list[CheckOutcome]:
+        """Each checklist item's checker on (``final``, ``initial``), in order; never raises."""
+        funcs = [c.check_func for c in checklist]
+        key = (content_id("checks", *funcs), state_hash(initial), state_hash(final))
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return [c.model_copy() for c in self._cache[key]]
+        results = self.sandbox.check(funcs, final, initial)
+        outcomes = [CheckOutcome(check_item=item.check_item, status=r.status, error=r.error)
+                    for item, r in zip(checklist, results)]
+        if not any(c.status == "error" and ("did not return" in (c.error or "") or "not run" in (c.error or ""))
+                   for c in outcomes):  # timeouts and busy pools are load-dependent: never cached
+            with self._lock:
+                self._cache[key] = outcomes
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+        return [c.model_copy() for c in outcomes]
+
+    def share(self, checklist: Sequence[ChecklistItem], state: dict, initial: dict) -> float:
+        """The checklist pass share on ``state``."""
+        return share_true(self.checks(checklist, state, initial))
+
+    def progress(self, checklist: Sequence[ChecklistItem], initial: dict, steps: Sequence[StepRecord],
+                 known: Optional[dict[str, float]] = None) -> list[float]:
+        """The pass share after every step (states rebuilt from the steps' diffs)."""
+        by_hash = dict(known or {})
+        state, progress = copy.deepcopy(initial), []
+        for step in steps:
+            if step.state_diff:
+                state = apply_diff(state, step.state_diff)
+            key = state_hash(state)
+            if key not in by_hash:
+                by_hash[key] = self.share(checklist, state, initial)
+            progress.append(by_hash[key])
+        return progress
+
+    # ------------------------------------------------------------------ reference
+    def reference(self, env: EnvSpec, scenario: Scenario) -> Optional[ReferenceReplay]:
+        """The replayed reference solution of ``scenario`` (once per scenario, shared)."""
+        if not scenario.reference_solution:
+            return None
+        key = content_id("ref", scenario.id, env.env_class_code)
+        with self._lock:
+            lock = self._reference_locks[key]
+        with lock:
+            if key not in self._references:
+                self._references[key] = self._replay_reference(env, scenario)
+            return self._references[key]
+
+    def _replay_reference(self, env: EnvSpec, scenario: Scenario) -> ReferenceReplay:
+        try:
+            replay = self.sandbox.replay(env, scenario.init_config, scenario.reference_solution)
+        except Exception as exc:  # noqa: BLE001 - a broken reference is reported, not fatal
+            return ReferenceReplay(None, [], f"{type(exc).__name__}: {exc}")
+        changing = [r.tool for r in replay.results if r.state_diff]
+        errors = [f"{r.tool}: {r.observation.get('error', r.error_type)}" for r in replay.results if not r.ok]
+        return ReferenceReplay(replay.final_hash, changing, "; ".join(errors) or None)
+
+    # ------------------------------------------------------------------ episodes
+    def score(self, env: EnvSpec, scenario: Scenario, initial: dict, final: dict,
+              steps: Sequence[StepRecord] = (), termination: str = "", *, progress: bool = True) -> Score:
+        """The reward breakdown of an episode of ``scenario`` (see the module docstring)."""
+        flags: list[str] = []
+        checks = self.checks(scenario.checklist_with_func, final, initial)
+        errors = sum(c.status == "error" for c in checks)
+        flags += ["checker_error"] * bool(errors) + ["no_checklist"] * (not checks)
+        final_hash = state_hash(final)
+        shares = self.progress(scenario.checklist_with_func, initial, steps, {final_hash: share_true(checks)}) \
+            if progress and checks else []
+        reference = self.reference(env, scenario)
+        state_match = None
+        if reference is not None:
+            if reference.error:
+                flags.append("reference_error")
+            state_match = reference.state_hash == final_hash if reference.state_hash else None
+        if premature_stop(termination, steps, reference):
+            flags.append("premature_stop")
+        reward = RewardBreakdown(final=share_true(checks), checks=checks, checker_errors=errors,
+                                 progress=shares, state_match=state_match)
+        return Score(reward, flags)
+
+    async def ascore(self, *args: Any, **kwargs: Any) -> Score:
+        """Async :meth:`score` (runs on the sandbox's waiting threads)."""
+        return await self.sandbox.in_thread(self.score, *args, **kwargs)
+
+    async def achecks(self, checklist: Sequence[ChecklistItem], final: dict, initial: dict) -> list[CheckOutcome]:
+        """Async :meth:`checks`."""
+        return await self.sandbox.in_thread(self.checks, checklist, final, initial)
