@@ -29,9 +29,10 @@ from envscaler_core.artifacts import Trajectory  # noqa: E402
 from envscaler_core.llm import LLMClient, LLMConfig  # noqa: E402
 from envscaler_core.original_format import load_envs, load_scenarios  # noqa: E402
 from envscaler_core.progress import format_table  # noqa: E402
-from envscaler_core.rollout import (ChecklistReward, RolloutEngine, RolloutSettings, SandboxEnvFactory,  # noqa: E402
+from envscaler_core.rollout import (ChecklistReward, RolloutEngine, RolloutSettings, ScenarioEnvs,  # noqa: E402
                                     episode_tasks, run_episodes)
-from envscaler_core.runtime import WorkerPool  # noqa: E402
+from envscaler_core.runtime import Sandbox  # noqa: E402
+from envscaler_core.scoring import Scorer  # noqa: E402
 from envscaler_core.store import JsonlStore  # noqa: E402
 from envscaler_core.testing.scripted_server import Reply, ScriptedServer  # noqa: E402
 
@@ -71,17 +72,15 @@ async def one_setting(latency: float, concurrency: int, episodes: int, reward: b
     tasks = episode_tasks(checkout, envs, episodes)
     store = JsonlStore(out / f"traj_{int(latency * 1000)}ms_c{concurrency}.jsonl", Trajectory)
     store.rewrite([])
-    with server_process(latency) as base_url, WorkerPool(concurrency + 1) as pool:
-        factory = SandboxEnvFactory(pool, threads=2 * concurrency + 2)
+    with server_process(latency) as base_url, Sandbox(concurrency) as sandbox:
         client = LLMClient(LLMConfig(base_url=base_url, api_key="sk-bench", model="scripted", concurrency=concurrency,
                                      timeout_s=60, max_retries=2, backoff_base_s=0.01, cache=False))
-        hook = ChecklistReward(factory) if reward else None
-        engine = RolloutEngine(factory, client, RolloutSettings(max_steps=TURNS + 1), reward_hook=hook)
+        hook = ChecklistReward(Scorer(sandbox)) if reward else None
+        engine = RolloutEngine(ScenarioEnvs(sandbox), client, RolloutSettings(max_steps=TURNS + 1), reward_hook=hook)
         await run_episodes(engine, tasks[:1], 1)  # warm-up: imports, reference replay, first worker
         started = time.perf_counter()
         done = await run_episodes(engine, tasks, concurrency, on_done=store.append)
         wall = time.perf_counter() - started
-        factory.close()
     ok = sum(t.reward.final == 1.0 for t in done) if reward else len(done)
     eps = len(done) / wall
     ideal = concurrency / (TURNS * latency) if latency else None

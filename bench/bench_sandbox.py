@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from envscaler_core.runtime import WorkerPool  # noqa: E402
+from envscaler_core.runtime import Sandbox  # noqa: E402
 from envscaler_core.testing.library import LIBRARY_SOURCE, library_state  # noqa: E402
 
 ENV = LIBRARY_SOURCE
@@ -38,7 +38,7 @@ def direct_env():
     return env
 
 
-def latency(pool: WorkerPool, n: int) -> tuple[list[float], list[float]]:
+def latency(pool: Sandbox, n: int) -> tuple[list[float], list[float]]:
     env = direct_env()
     direct = []
     for _ in range(n):
@@ -54,7 +54,7 @@ def latency(pool: WorkerPool, n: int) -> tuple[list[float], list[float]]:
     return direct, sandboxed
 
 
-def episode(pool: WorkerPool) -> None:
+def episode(pool: Sandbox) -> None:
     with pool.open_session(ENV, "LibrarySystem", initial_state=STATE) as s:
         for name, args in ACTIONS:
             s.call(name, args)
@@ -67,7 +67,7 @@ def direct_episode() -> None:
 
 
 def throughput(concurrency: int, episodes: int) -> float:
-    with WorkerPool(size=concurrency) as pool:
+    with Sandbox(concurrency, 1) as pool:
         with ThreadPoolExecutor(concurrency) as ex:
             list(ex.map(lambda _: episode(pool), range(concurrency)))  # warm-up
             t = time.perf_counter()
@@ -80,7 +80,7 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--episodes", type=int, default=48)
     args = ap.parse_args()
-    with WorkerPool(size=1) as pool:
+    with Sandbox(1, 1) as pool:
         direct, sandboxed = latency(pool, args.calls)
     d50, s50 = statistics.median(direct), statistics.median(sandboxed)
     print(f"tool call round trip ({args.calls} calls, cpu={os.cpu_count()}):")

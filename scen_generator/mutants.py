@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 from envscaler_core.artifacts import ToolCall
 
-from scen_generator.sandbox import leaf_fields
+from scen_generator.probes import leaf_fields
 
 
 @dataclass

@@ -17,13 +17,13 @@ from typing import Any, Callable, Iterator, Optional
 from envscaler_core.artifacts import EnvSpec, ToolCall
 from envscaler_core.llm.client import LLMClient, StructuredOutputError
 from envscaler_core.prompts import render_prompt
-from envscaler_core.runtime import state_hash
+from envscaler_core.runtime import Replay, Sandbox, state_hash
 
 from scen_generator.config import ScenGeneratorConfig
 from scen_generator.context import introduction, rules_text, state_text, tools_text
 from scen_generator.diff_checks import DiffCheck, diff_checks, missing_values, volatile_paths
 from scen_generator.reference import reference_model
-from scen_generator.sandbox import Replay, Sandbox, is_query_tool
+from scen_generator.probes import is_query_tool
 from scen_generator.tasks import TaskDraft, clean_task, task_problem
 
 

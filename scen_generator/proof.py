@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from envscaler_core.artifacts import EnvSpec, Scenario, ValidationReport
-from envscaler_core.runtime import CheckResult, EnvLoadError, state_hash
+from envscaler_core.artifacts import ChecklistItem, CheckOutcome, EnvSpec, Scenario, ValidationReport
+from envscaler_core.runtime import EnvLoadError, Replay, Sandbox, state_hash
+from envscaler_core.scoring import Scorer, share_true
 
 from scen_generator.mutants import make_mutants
 from scen_generator.purity import purity_problems
-from scen_generator.sandbox import Replay, Sandbox
 
 
 @dataclass
@@ -48,8 +48,8 @@ class Proof:
 
     failures: list[Failure] = field(default_factory=list)
     replay: Optional[Replay] = None
-    reference_checks: list[CheckResult] = field(default_factory=list)
-    initial_checks: list[CheckResult] = field(default_factory=list)
+    reference_checks: list[CheckOutcome] = field(default_factory=list)
+    initial_checks: list[CheckOutcome] = field(default_factory=list)
     reference_reward: Optional[float] = None
     null_reward: Optional[float] = None
     mutants: list[dict] = field(default_factory=list)
@@ -67,56 +67,51 @@ class Proof:
             mutant_rewards=[m["reward"] for m in self.mutants if not m["equivalent"]],
             reference_errors=self.replay.errors if self.replay else [],
             repairs=list(repairs or []), reasons=[f.line() for f in self.failures],
-            checker_errors=[f"checker {c.index + 1}: {c.error}" for c in
-                            self.reference_checks + self.initial_checks if c.status == "error"],
+            checker_errors=[f"checker {i + 1}: {c.error}" for checks in (self.reference_checks, self.initial_checks)
+                            for i, c in enumerate(checks) if c.status == "error"],
             mutants=self.mutants)
 
 
-def reward(checks: list[CheckResult]) -> float:
-    """Fraction of checkers that returned True (errors count 0, as in the original)."""
-    return round(sum(c.status == "true" for c in checks) / len(checks), 4) if checks else 0.0
-
-
-def _impure_as_errors(funcs: list[str], checks: list[CheckResult]) -> list[CheckResult]:
+def _impure_as_errors(checklist: list[ChecklistItem], checks: list[CheckOutcome]) -> list[CheckOutcome]:
     """A checker that is not pure (I/O, imports, globals) is an error whatever it returned."""
     out = []
-    for source, check in zip(funcs, checks):
-        problems = purity_problems(source)
+    for item, check in zip(checklist, checks):
+        problems = purity_problems(item.check_func)
         out.append(check.model_copy(update={"status": "error", "error": "checker is not pure: " + "; ".join(problems)})
                    if problems else check)
     return out
 
 
-def _check_reference(proof: Proof, checks: list[CheckResult]) -> None:
-    for c in checks:
+def _check_reference(proof: Proof, checks: list[CheckOutcome]) -> None:
+    for i, c in enumerate(checks):
         if c.status == "error":
-            proof.failures.append(Failure("checker_error", c.index, c.error or "error"))
+            proof.failures.append(Failure("checker_error", i, c.error or "error"))
         elif c.status == "false":
-            proof.failures.append(Failure("checker_false", c.index,
+            proof.failures.append(Failure("checker_false", i,
                                           "returns False on the final state of the reference solution"))
 
 
-def _check_initial(proof: Proof, checks: list[CheckResult], bound: float) -> None:
+def _check_initial(proof: Proof, checks: list[CheckOutcome], bound: float) -> None:
     if proof.null_reward is not None and proof.null_reward > bound:
-        for c in checks:
+        for i, c in enumerate(checks):
             if c.status == "true":
                 proof.failures.append(Failure(
-                    "checker_true_initially", c.index,
+                    "checker_true_initially", i,
                     "returns True on the untouched initial state (a do-nothing agent would score)"))
-    for c in checks:
-        if c.status == "error" and not any(f.index == c.index for f in proof.failures):
-            proof.failures.append(Failure("checker_error", c.index, f"on the initial state: {c.error}"))
+    for i, c in enumerate(checks):
+        if c.status == "error" and not any(f.index == i for f in proof.failures):
+            proof.failures.append(Failure("checker_error", i, f"on the initial state: {c.error}"))
 
 
-def _run_mutants(sandbox: Sandbox, env: EnvSpec, scenario: Scenario, proof: Proof,
+def _run_mutants(scorer: Scorer, env: EnvSpec, scenario: Scenario, proof: Proof,
                  limit: int, args_must_fail: bool) -> None:
-    funcs = [c.check_func for c in scenario.checklist_with_func]
     reference_hash = state_hash(proof.replay.final_state)
     for mutant in make_mutants(scenario.reference_solution, proof.replay.changing_steps,
                                scenario.init_config, limit):
-        replay = sandbox.replay(env, scenario.init_config, mutant.calls)
+        replay = scorer.sandbox.replay(env, scenario.init_config, mutant.calls)
         equivalent = state_hash(replay.final_state) == reference_hash
-        score = 1.0 if equivalent else reward(sandbox.check(funcs, replay.final_state, replay.initial_state))
+        score = 1.0 if equivalent else scorer.share(scenario.checklist_with_func, replay.final_state,
+                                                     replay.initial_state)
         proof.mutants.append({"kind": mutant.kind, "description": mutant.description,
                               "reward": score, "equivalent": equivalent})
         if not equivalent and score >= 1.0 and (mutant.kind == "drop" or args_must_fail):
@@ -130,9 +125,8 @@ def prove(sandbox: Sandbox, env: EnvSpec, scenario: Scenario, *, null_bound: flo
 
     Mutants run only when (a) and (b) hold, since a failing scenario gets repaired first.
     """
-    proof = Proof()
-    funcs = [c.check_func for c in scenario.checklist_with_func]
-    if not funcs:
+    proof, checklist, scorer = Proof(), scenario.checklist_with_func, Scorer(sandbox)
+    if not checklist:
         proof.failures.append(Failure("empty_checklist", None, "the scenario has no checkers"))
         return proof
     try:
@@ -145,20 +139,18 @@ def prove(sandbox: Sandbox, env: EnvSpec, scenario: Scenario, *, null_bound: flo
     if not proof.replay.changing_steps:
         proof.failures.append(Failure("reference_error", None, "the reference solution changes nothing"))
     initial = proof.replay.initial_state
-    proof.reference_checks = _impure_as_errors(funcs, sandbox.check(funcs, proof.replay.final_state, initial))
-    proof.initial_checks = _impure_as_errors(funcs, sandbox.check(funcs, initial, initial))
-    proof.reference_reward, proof.null_reward = reward(proof.reference_checks), reward(proof.initial_checks)
+    proof.reference_checks = _impure_as_errors(checklist, scorer.checks(checklist, proof.replay.final_state, initial))
+    proof.initial_checks = _impure_as_errors(checklist, scorer.checks(checklist, initial, initial))
+    proof.reference_reward, proof.null_reward = share_true(proof.reference_checks), share_true(proof.initial_checks)
     _check_reference(proof, proof.reference_checks)
     _check_initial(proof, proof.initial_checks, null_bound)
     if not proof.failures:
-        _run_mutants(sandbox, env, scenario, proof, max_mutants, args_must_fail)
+        _run_mutants(scorer, env, scenario, proof, max_mutants, args_must_fail)
     return proof
 
 
 def record_values(scenario: Scenario, proof: Proof) -> None:
     """Stores each checker's value on the initial and the reference final state."""
     value = {"true": True, "false": False}
-    for c in proof.initial_checks:
-        scenario.checklist_with_func[c.index].initial_value = value.get(c.status)
-    for c in proof.reference_checks:
-        scenario.checklist_with_func[c.index].reference_value = value.get(c.status)
+    for item, initial, final in zip(scenario.checklist_with_func, proof.initial_checks, proof.reference_checks):
+        item.initial_value, item.reference_value = value.get(initial.status), value.get(final.status)

@@ -15,12 +15,12 @@ from typing import Optional
 
 from envscaler_core.artifacts import EnvSpec, Scenario
 
+from envscaler_core.runtime import Sandbox
 from scen_generator.checkers import generate_checker
 from scen_generator.config import ScenGeneratorConfig
 from scen_generator.proof import Proof, prove, record_values
 from scen_generator.purity import purity_problems
 from scen_generator.reference import generate_reference
-from scen_generator.sandbox import Sandbox
 
 _FRESH_TEMPERATURE = 0.8
 

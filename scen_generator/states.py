@@ -9,11 +9,11 @@ from pydantic import ValidationError
 from envscaler_core.artifacts import EnvSpec
 from envscaler_core.llm.client import LLMClient, StructuredOutputError
 from envscaler_core.prompts import render_prompt
-from envscaler_core.runtime import EnvLoadError
+from envscaler_core.runtime import EnvLoadError, Sandbox
 
 from scen_generator.config import ScenGeneratorConfig
 from scen_generator.context import entities_text, introduction, rules_text
-from scen_generator.sandbox import Sandbox, leaf_fields, probe_query_tools
+from scen_generator.probes import leaf_fields, probe_query_tools
 from scen_generator.state_schema import StateShape, normalize_state
 
 log = logging.getLogger(__name__)

@@ -14,11 +14,11 @@ from envscaler_core.artifacts import ChecklistItem, EnvSpec, Scenario, Validatio
 from envscaler_core.runner import ItemStats, StageContext, process_items
 from envscaler_core.store import JsonlStore
 
+from envscaler_core.runtime import Sandbox
 from scen_generator.checkers import generate_checker, generate_checklist
 from scen_generator.config import STEP_FILES, STEP_INPUT_STATUS, ScenGeneratorConfig
 from scen_generator.plan_first import generate_plan, generate_planned_task, planned_checks
 from scen_generator.repair import Validator
-from scen_generator.sandbox import Sandbox
 from scen_generator.state_schema import StateShape, state_shape
 from scen_generator.states import generate_state, near_duplicate, rule_violations, validate_state
 from scen_generator.tasks import generate_task

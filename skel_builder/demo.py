@@ -13,12 +13,12 @@ from typing import Any, AsyncIterator
 
 from envscaler_core.artifacts import EnvDescription, SourceTask, content_id
 from envscaler_core.runner import StageContext
+from envscaler_core.runtime import Sandbox
 
 from skel_builder import llm_steps
 from skel_builder.config import SkelBuilderConfig
 from skel_builder.readers import read_tasks
 from skel_builder.review import review_env
-from skel_builder.sandbox import Sandbox
 from skel_builder.synthesis import synthesize_env
 
 OUTPUTS = ("status", "judge", "description", "state", "operations", "code", "tools", "verdicts", "download")

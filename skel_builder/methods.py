@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from envscaler_core.llm import LLMClient
-from envscaler_core.runtime import WorkerPool
+from envscaler_core.runtime import Sandbox
 
 from skel_builder import llm_steps
 from skel_builder.answers import StateAnswer
@@ -60,7 +60,7 @@ def _plan(strategy: str, samples: int, has_failure: bool) -> list[str]:
     return kinds[:samples]
 
 
-async def produce_method(client: LLMClient, pool: WorkerPool, cfg: SkelBuilderConfig,
+async def produce_method(client: LLMClient, pool: Sandbox, cfg: SkelBuilderConfig,
                          ctx: MethodContext, accepted: dict[str, str], name: str, kind: str,
                          description: str, *, stage: str = "synthesis",
                          failure: Optional[Failure] = None) -> Optional[str]:

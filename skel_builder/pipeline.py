@@ -8,7 +8,7 @@ from typing import Any, Optional
 from envscaler_core.artifacts import EnvDescription, EnvSpec, SourceTask, content_id
 from envscaler_core.original_format import export_env_metadata
 from envscaler_core.runner import StageContext, process_items
-from envscaler_core.runtime import WorkerPool
+from envscaler_core.runtime import Sandbox
 from envscaler_core.store import write_json_atomic
 
 from skel_builder import llm_steps
@@ -93,7 +93,7 @@ def _embeddings(ctx: StageContext, records: list[EnvDescription]):
         return None
 
 
-async def synthesize(ctx: StageContext, pool: WorkerPool, limit: Optional[int] = None) -> dict[str, Any]:
+async def synthesize(ctx: StageContext, pool: Sandbox, limit: Optional[int] = None) -> dict[str, Any]:
     descriptions = [d for d in ctx.store("descriptions", EnvDescription).read() if d.selected]
     descriptions = descriptions[:limit] if limit else descriptions
     store = ctx.store("drafts", EnvSpec)
@@ -105,7 +105,7 @@ async def synthesize(ctx: StageContext, pool: WorkerPool, limit: Optional[int] =
     return {"selected": len(descriptions), "drafts": len(store.ids()), "synthesis_failed": stats.failed}
 
 
-async def inspect(ctx: StageContext, pool: WorkerPool, limit: Optional[int] = None) -> dict[str, Any]:
+async def inspect(ctx: StageContext, pool: Sandbox, limit: Optional[int] = None) -> dict[str, Any]:
     drafts = ctx.store("drafts", EnvSpec).read_all()
     drafts = drafts[:limit] if limit else drafts
     store = ctx.store("envs", EnvSpec)

@@ -10,11 +10,10 @@ import ast
 from typing import Any
 
 from envscaler_core.codegen import CodeExtractionError, extract_python
-from envscaler_core.runtime import WorkerPool, run_checkers
+from envscaler_core.runtime import Sandbox
 
 from skel_builder.answers import StateAnswer
 from skel_builder.probe import Predicate
-from skel_builder.sandbox import checker_pool
 from skel_builder.skeleton import container_of
 
 
@@ -47,11 +46,11 @@ def checker_source(function_source: str) -> str:
             f"    return bool({name}(final_state))\n")
 
 
-def prove_predicates(pool: WorkerPool, candidates: list[tuple[str, str]],
+def prove_predicates(pool: Sandbox, candidates: list[tuple[str, str]],
                      test_state: dict[str, Any]) -> tuple[list[Predicate], list[dict[str, Any]]]:
     """Keep the predicates that run and hold on ``test_state``; say why the others were dropped."""
     sources = [checker_source(src) for _, src in candidates]
-    outcomes = run_checkers(checker_pool(pool), sources, test_state, test_state) if sources else []
+    outcomes = pool.check(sources, test_state, test_state) if sources else []
     kept, log = [], []
     for (rule, _), source, outcome in zip(candidates, sources, outcomes):
         log.append({"rule": rule, "status": outcome.status, "error": outcome.error})

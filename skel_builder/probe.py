@@ -5,13 +5,12 @@ import random
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from envscaler_core.runtime import EnvLoadError, WorkerPool, run_checkers
+from envscaler_core.runtime import EnvLoadError, Sandbox
 
 from skel_builder.answers import StateAnswer
 from skel_builder.cases import derived_arguments
 from skel_builder.contract import container_writes
 from skel_builder.oracles import Observed, run_oracles
-from skel_builder.sandbox import checker_pool
 
 
 @dataclass
@@ -34,7 +33,7 @@ class CallRunner:
         EnvLoadError: When the environment does not load with ``state``.
     """
 
-    def __init__(self, pool: WorkerPool, code: str, class_name: str, schema: StateAnswer,
+    def __init__(self, pool: Sandbox, code: str, class_name: str, schema: StateAnswer,
                  op_types: dict[str, str], state: dict[str, Any],
                  predicates: Optional[list[Predicate]] = None):
         self.pool, self.schema, self.op_types = pool, schema, op_types
@@ -73,7 +72,7 @@ class CallRunner:
         return ProbeResult(call, hard, soft)
 
     def _broken_rules(self, before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-        outcomes = run_checkers(checker_pool(self.pool), [p.source for p in self.predicates], after, before)
+        outcomes = self.pool.check([p.source for p in self.predicates], after, before)
         return [p.rule for p, o in zip(self.predicates, outcomes) if o.status != "true"]
 
     def close(self) -> None:
@@ -86,7 +85,7 @@ class CallRunner:
         self.close()
 
 
-def gate_method(pool: WorkerPool, code: str, class_name: str, schema: StateAnswer,
+def gate_method(pool: Sandbox, code: str, class_name: str, schema: StateAnswer,
                 op_types: dict[str, str], state: dict[str, Any], method: str,
                 predicates: Optional[list[Predicate]] = None, seed: int = 0,
                 cases: int = 6) -> list[str]:

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from envscaler_core.artifacts import EnvSpec, InspectionReport, ToolVerdict
 from envscaler_core.llm import LLMClient
-from envscaler_core.runtime import EnvLoadError, WorkerPool
+from envscaler_core.runtime import EnvLoadError, Sandbox
 
 from skel_builder.answers import StateAnswer
 from skel_builder.config import SkelBuilderConfig
@@ -76,7 +76,7 @@ class EnvReview:
         return callers
 
 
-async def _inspect(client: LLMClient, pool: WorkerPool, cfg: SkelBuilderConfig, review: EnvReview,
+async def _inspect(client: LLMClient, pool: Sandbox, cfg: SkelBuilderConfig, review: EnvReview,
                    attempt: int, emit: Emit) -> list[ToolVerdict]:
     runner = await asyncio.to_thread(CallRunner, pool, review.code, review.schema.class_name,
                                      review.schema, review.op_types, review.test_state,
@@ -90,7 +90,7 @@ async def _inspect(client: LLMClient, pool: WorkerPool, cfg: SkelBuilderConfig, 
         await asyncio.to_thread(runner.close)
 
 
-async def _repair(client: LLMClient, pool: WorkerPool, cfg: SkelBuilderConfig, review: EnvReview,
+async def _repair(client: LLMClient, pool: Sandbox, cfg: SkelBuilderConfig, review: EnvReview,
                   failing: dict[str, list[ToolVerdict]], round_index: int) -> list[dict[str, Any]]:
     ctx = review.method_context()
     log = []
@@ -121,7 +121,7 @@ def _prune(review: EnvReview, verdicts: list[ToolVerdict], failing: set[str],
     return [v for v in verdicts if v.tool not in failing], sorted(failing), ""
 
 
-async def review_env(client: LLMClient, pool: WorkerPool, cfg: SkelBuilderConfig, spec: EnvSpec,
+async def review_env(client: LLMClient, pool: Sandbox, cfg: SkelBuilderConfig, spec: EnvSpec,
                      emit: Emit = _quiet) -> EnvSpec:
     """Inspect, repair, prune and decide; the returned spec is ``accepted`` or ``rejected``."""
     extra = spec.model_extra or {}

@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional
 
 from envscaler_core.artifacts import EnvDescription, EnvSpec, Operation, StateEntity, content_id
 from envscaler_core.llm import LLMClient, StructuredOutputError
-from envscaler_core.runtime import EnvLoadError, WorkerPool
+from envscaler_core.runtime import EnvLoadError, Sandbox
 
 from skel_builder import llm_steps
 from skel_builder.answers import OperationAnswer, StateAnswer, snake
@@ -55,7 +55,7 @@ def _operations(answer_ops: list[OperationAnswer], reserved: set[str], limit: in
     return ops[:limit]
 
 
-async def synthesize_env(client: LLMClient, pool: WorkerPool, cfg: SkelBuilderConfig,
+async def synthesize_env(client: LLMClient, pool: Sandbox, cfg: SkelBuilderConfig,
                          desc: EnvDescription, emit: Emit = _quiet, salt: str = "") -> EnvSpec:
     """Build the draft :class:`EnvSpec` of one selected description (status ``draft``).
 
@@ -127,7 +127,7 @@ async def synthesize_env(client: LLMClient, pool: WorkerPool, cfg: SkelBuilderCo
                    "synthesis_s": round(time.monotonic() - started, 2)})
 
 
-async def _schemas(pool: WorkerPool, code: str, class_name: str) -> tuple[list[dict], Optional[str]]:
+async def _schemas(pool: Sandbox, code: str, class_name: str) -> tuple[list[dict], Optional[str]]:
     try:
         return await asyncio.to_thread(pool.compute_schemas, code, class_name), None
     except EnvLoadError as exc:

@@ -34,7 +34,7 @@ from .models import CallResult, CheckResult, EnvLoadError, SandboxLimits, Worker
 from .pool import WorkerPool
 from .session import EnvSession, compute_schemas
 
-__all__ = ["AsyncSession", "Replay", "Sandbox"]
+__all__ = ["AsyncSession", "Replay", "Sandbox", "call_error", "format_arguments"]
 
 WAIT_THREADS = 1024  # started on demand; a thread waiting for a worker costs little
 
@@ -51,7 +51,7 @@ class Replay:
     @property
     def errors(self) -> list[str]:
         """One line per call that raised, was rejected, or returned ``success: false``."""
-        return [f"step {i + 1} {r.tool}({_args(r.arguments)}): {call_error(r)}"
+        return [f"step {i + 1} {r.tool}({format_arguments(r.arguments)}): {call_error(r)}"
                 for i, r in enumerate(self.results) if not r.ok]
 
     @property
@@ -60,7 +60,8 @@ class Replay:
         return [i for i, r in enumerate(self.results) if r.state_diff]
 
 
-def _args(arguments: Any) -> str:
+def format_arguments(arguments: Any) -> str:
+    """``k='v', n=1`` for a dict of arguments (anything else as text), for error lines."""
     return ", ".join(f"{k}={v!r}" for k, v in (arguments or {}).items()) if isinstance(arguments, dict) else str(arguments)
 
 

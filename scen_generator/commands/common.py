@@ -13,8 +13,8 @@ from envscaler_core.original_format import load_envs
 from envscaler_core.runner import StageContext, update_manifest
 from envscaler_core.store import ArtifactError
 
+from envscaler_core.runtime import Sandbox
 from scen_generator.config import SECTION, ScenGeneratorConfig
-from scen_generator.sandbox import Sandbox
 from scen_generator.steps import STAGE, Steps
 from scen_generator.summary import collect_counts, print_summary
 
@@ -48,7 +48,7 @@ def execute(args: argparse.Namespace, body: Callable[[Steps], Awaitable[None]], 
     ctx = StageContext(STAGE, cfg)
 
     async def main() -> None:
-        with Sandbox(cfg.sandbox_workers, cfg.checker_timeout_s) as sandbox:
+        with Sandbox(cfg.sandbox_workers, cfg.sandbox_workers, checker_timeout_s=cfg.checker_timeout_s) as sandbox:
             await body(Steps(ctx, cfg, envs, sandbox))
 
     asyncio.run(main())

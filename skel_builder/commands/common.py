@@ -10,10 +10,10 @@ from typing import Any, Awaitable, Callable
 from envscaler_core.config import add_config_arguments, config_from_args
 from envscaler_core.progress import print_table
 from envscaler_core.runner import StageContext, update_manifest
+from envscaler_core.runtime import Sandbox
 
 from skel_builder.config import SkelBuilderConfig
 from skel_builder.pipeline import summary_rows
-from skel_builder.sandbox import Sandbox
 
 SEED_TASKS = Path(str(files("skel_builder").joinpath("data", "seed_tasks.jsonl")))
 

@@ -10,7 +10,7 @@ def add_arguments(parser):
 
 def run(args):
     from skel_builder.demo import build_app
-    from skel_builder.sandbox import Sandbox
+    from envscaler_core.runtime import Sandbox
 
     config = context(args, "skel_builder_demo").config
     with Sandbox(config.sandbox_workers, 1) as sandbox:

@@ -1,10 +1,9 @@
-"""What a stage's work closure holds must travel to a Ray worker: sandbox pools and factories."""
+"""What a stage's work closure holds must travel to a Ray worker: sandbox pools and the sandbox facade."""
 from __future__ import annotations
 
 import pickle
 
-from envscaler_core.rollout import SandboxEnvFactory
-from envscaler_core.runtime import WorkerPool
+from envscaler_core.runtime import Sandbox, WorkerPool
 from envscaler_core.runtime.pool import close_adopted_pools
 
 
@@ -30,12 +29,9 @@ def test_a_pool_unpickles_as_this_process_pool_once_per_token():
     close_adopted_pools()
 
 
-def test_a_sandbox_factory_travels_with_fresh_threads():
-    with WorkerPool(1) as pool:
-        factory = SandboxEnvFactory(pool, threads=3)
-        copy = pickle.loads(pickle.dumps(factory))
-        try:
-            assert copy.pool is pool and copy.threads == 3 and copy.executor is not factory.executor
-        finally:
-            copy.close()
-            factory.close()
+def test_a_sandbox_travels_with_its_pools_and_fresh_threads():
+    with Sandbox(1, 1, checker_timeout_s=3.0) as box:
+        copy = pickle.loads(pickle.dumps(box))
+        assert copy._sessions is box._sessions and copy._oneshots is box._oneshots  # same process: same pools
+        assert copy._calls is not box._calls and copy.checker_timeout_s == 3.0
+        assert copy.check(["def check_func(final_state):\n    return True"], {}, {})[0].status == "true"

@@ -9,14 +9,14 @@ import pytest
 
 from envscaler_core.testing import Reply
 from envscaler_core.testing.scripted_server import last_user_text, schema_name
-from scen_generator.sandbox import Sandbox
+from envscaler_core.runtime import Sandbox
 
 from .helpers import GOOD, REFERENCE, STATE, TASK
 
 
 @pytest.fixture(scope="module")
 def sandbox():
-    with Sandbox(workers=2, checker_timeout_s=1.0) as box:
+    with Sandbox(2, 2, checker_timeout_s=1.0) as box:
         yield box
 
 

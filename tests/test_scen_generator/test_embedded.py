@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 
 from envscaler_core.artifacts import Scenario
-from envscaler_core.runtime import run_checkers
+from envscaler_core.runtime import Sandbox
+from envscaler_core.scoring import Scorer
 from envscaler_core.store import JsonlStore, read_json
 from scen_generator.__main__ import main
-from scen_generator.sandbox import Sandbox
 
 from .helpers import ENVS_FILE, library_env
 
@@ -35,6 +35,5 @@ def test_embedded_model_generates_one_scenario(mode, tmp_path, capsys):
     for s in (s for s in finished if s.status == "proven"):
         with Sandbox(1) as box:
             replay = box.replay(library_env(), s.init_config, s.reference_solution)
-            checks = run_checkers(box.pool, [c.check_func for c in s.checklist_with_func],
-                                  replay.final_state, replay.initial_state)
+            checks = Scorer(box).checks(s.checklist_with_func, replay.final_state, replay.initial_state)
         assert all(c.status == "true" for c in checks)

@@ -123,7 +123,7 @@ def test_minimal_plan_drops_steps_a_later_step_overwrites_or_undoes():
     from envscaler_core.artifacts import ToolCall
     from envscaler_core.runtime import CallResult
     from scen_generator.plan_first import minimal_plan
-    from scen_generator.sandbox import Replay
+    from envscaler_core.runtime import Replay
 
     def replay(calls):  # a toy environment: set a key; add / remove a key (errors when impossible)
         state, results = {"a": 0, "b": 0}, []
@@ -155,7 +155,7 @@ class ToySandbox:
     def replay(self, env, state, calls):
         import copy
         from envscaler_core.runtime import CallResult, state_diff
-        from scen_generator.sandbox import Replay
+        from envscaler_core.runtime import Replay
         current, results = copy.deepcopy(state), []
         for call in calls:
             before = copy.deepcopy(current)

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from envscaler_core.artifacts import ToolCall
-from envscaler_core.runtime import run_checkers
-from scen_generator.proof import prove, record_values, reward
+from envscaler_core.scoring import Scorer, share_true
+from scen_generator.proof import prove, record_values
 
 from .helpers import (ALWAYS_TRUE, CRASHES, GOOD, LOOPS, MUTATES, NEVER_TRUE, NOT_BOOL, READS_FILES, REFERENCE,
                       library_env, scenario)
@@ -18,8 +18,7 @@ def test_proven_scenario_replays_to_reward_one(sandbox):
     assert proof.reference_reward == 1.0 and proof.null_reward == 0.0
     # Independent replay through the runtime: the stored reference really earns 1.0.
     replay = sandbox.replay(library_env(), s.init_config, s.reference_solution)
-    checks = run_checkers(sandbox.pool, [c.check_func for c in s.checklist_with_func],
-                          replay.final_state, replay.initial_state)
+    checks = Scorer(sandbox).checks(s.checklist_with_func, replay.final_state, replay.initial_state)
     assert [c.status for c in checks] == ["true"] * 3
     live = [m for m in proof.mutants if not m["equivalent"]]
     assert len(live) >= 3 and all(m["reward"] < 1 for m in live)
@@ -94,4 +93,4 @@ def test_null_reward_bound_records_initial_values(sandbox):
 def test_reward_counts_errors_as_zero():
     from envscaler_core.runtime import CheckResult
     checks = [CheckResult(index=0, status="true"), CheckResult(index=1, status="error", error="x")]
-    assert reward(checks) == 0.5 and reward([]) == 0.0
+    assert share_true(checks) == 0.5 and share_true([]) == 0.0

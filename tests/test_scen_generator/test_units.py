@@ -8,7 +8,7 @@ from envscaler_core.llm.schema import model_schema
 from scen_generator.checkers import clean_items
 from scen_generator.mutants import make_mutants
 from scen_generator.reference import reference_model
-from scen_generator.sandbox import is_query_tool, sample_arguments
+from scen_generator.probes import is_query_tool, sample_arguments
 from scen_generator.state_schema import normalize_state, state_shape
 from scen_generator.states import near_duplicate, rule_violations, similarity, validate_state
 

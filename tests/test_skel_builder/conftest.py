@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
+from envscaler_core.runtime import Sandbox
 from skel_builder.answers import StateAnswer
 from skel_builder.predicates import checker_source, parse_predicates
 from skel_builder.probe import Predicate
-from skel_builder.sandbox import Sandbox
 from skel_builder.skeleton import assemble, normalize_state, render_skeleton
 
 from .library_world import METHODS, PREDICATES, STATE, TEST_STATE
