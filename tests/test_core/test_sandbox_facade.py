@@ -1,0 +1,79 @@
+"""The sandbox facade: separate session and checker capacity, structured pool errors, async API."""
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from envscaler_core.artifacts import EnvSpec, ToolCall
+from envscaler_core.runtime import EnvLoadError, Sandbox, SandboxLimits, WorkerPool, run_checkers
+from envscaler_core.testing.library import LIBRARY_SOURCE, library_state
+
+from .conftest import FAST_LIMITS
+
+pytestmark = pytest.mark.timeout(60)
+
+ENV = EnvSpec(id="lib", env_class_name="LibrarySystem", env_class_code=LIBRARY_SOURCE)
+STATE = library_state()
+TRUE = "def check_func(final_state):\n    return True"
+BUSY = FAST_LIMITS.model_copy(update={"acquire_timeout_s": 0.3})
+
+
+@pytest.fixture(scope="module")
+def box():
+    with Sandbox(1, 1, limits=BUSY) as sandbox:
+        yield sandbox
+
+
+def test_checks_replays_and_schemas_never_wait_for_sessions(box):
+    with box.open(ENV, STATE) as session:           # the only session worker is held
+        started = time.perf_counter()
+        assert [r.status for r in box.check([TRUE, TRUE], {}, {})] == ["true", "true"]
+        replay = box.replay(ENV, STATE, [ToolCall(name="get_book", arguments={"book_id": "b1"})])
+        assert replay.results[0].ok and not replay.errors and replay.final_hash
+        assert box.compute_schemas(ENV.env_class_code, ENV.env_class_name)
+        assert time.perf_counter() - started < BUSY.acquire_timeout_s * 5
+        assert session.call("get_book", {"book_id": "b1"}).ok
+
+
+def test_no_free_session_is_a_load_error_and_close_returns_the_worker(box):
+    held = box.open(ENV, STATE)
+    with pytest.raises(EnvLoadError) as info:
+        box.open(ENV, STATE)
+    assert info.value.error_type == "pool_busy"
+    held.close()                                     # the worker is back at once
+    box.open(ENV, STATE).close()
+
+
+def test_a_checker_without_a_free_worker_is_an_error_result_not_an_exception():
+    # fails before: pool.acquire() sat outside the try and WorkerError('pool_busy') escaped
+    with WorkerPool(1, SandboxLimits(acquire_timeout_s=0.2)) as pool:
+        worker = pool.acquire()
+        try:
+            [result] = run_checkers(pool, [TRUE], {}, {})
+        finally:
+            pool.release(worker)
+    assert result.status == "error" and "pool_busy" in result.error
+
+
+def test_tools_are_cached_per_code(box):
+    first = box.tools(ENV)
+    assert box.tools(ENV.model_copy(update={"id": "other"})) is first
+    assert "get_book" in [t["function"]["name"] for t in first]
+
+
+def test_async_api(box):
+    async def go():
+        session = await box.aopen(ENV, STATE)
+        try:
+            result = await session.call("get_book", {"book_id": "b1"})
+            state = await session.snapshot()
+        finally:
+            await session.close()
+        checks = await box.acheck([TRUE], state, state)
+        replay = await box.areplay(ENV, STATE, [])
+        return result, checks, replay
+
+    result, checks, replay = asyncio.run(go())
+    assert result.ok and checks[0].status == "true" and replay.final_state == replay.initial_state

@@ -1,0 +1,92 @@
+"""RL envs under ROLL's concurrency: K env instances, one thread each, sharing one process-wide
+sandbox of 8 session workers (the shipped ROLL YAML runs 32 envs per worker with ``pool_size: 8``).
+
+Every episode must finish with its correct reward (progress reward on, so scoring needs checkers
+while other envs hold every session worker), no call may stall for an acquire timeout, and the
+time per episode at K = 32 must stay within 2x of K = 4.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import gem
+
+from rl.register import register_envs
+from tests.test_rl.shop import call
+
+POOL, EPISODES = 8, 2
+STALL_S = 30.0  # far above any honest wait here; today's code stalled until the acquire timeout
+CANCEL_A1, CANCEL_BOTH = 0, 1
+# (scenario, actions, per-step rewards with progress on, final reward)
+PLANS = [
+    (CANCEL_A1, [call("cancel_order", order_id="A1"), "Task Completed"], [0.5, 0.0], 1.0),
+    (CANCEL_BOTH, [call("cancel_order", order_id="A1"), call("cancel_order", order_id="B2"), "Task Completed"],
+     [0.5, 0.5, 0.0], 1.0),
+    (CANCEL_BOTH, [call("cancel_order", order_id="A1"), "Task Completed"], [0.5, 0.0], 0.5),
+]
+
+
+def drive(env, first_plan: int, out: list, slowest: list) -> None:
+    """One ROLL env thread: EPISODES episodes, recording rewards and the slowest single call."""
+    for episode in range(EPISODES):
+        index, actions, _, _ = PLANS[(first_plan + episode) % len(PLANS)]
+        started = time.perf_counter()
+        env.reset(task_index=index)
+        slowest.append(time.perf_counter() - started)
+        rewards = []
+        for action in actions:
+            started = time.perf_counter()
+            _, reward, terminated, truncated, info = env.step(action)
+            slowest.append(time.perf_counter() - started)
+            rewards.append(reward)
+        out.append(((first_plan + episode) % len(PLANS), rewards, terminated, info["metrics"]["final_reward"],
+                    list(env.core.trajectory().flags)))
+
+
+def run(shop_paths, k: int) -> tuple[float, list, float]:
+    register_envs()
+    envs = [gem.make("envscaler_task_env", **shop_paths, pool_size=POOL, progress_reward=True,
+                     tool_call_mode="all") for _ in range(k)]
+    scorer = getattr(envs[0].core, "scorer", None)
+    if scorer is not None:  # score every run afresh: checkers must really run while sessions are held
+        scorer._cache.clear()
+    results: list = []
+    waits: list[float] = []
+    threads = [threading.Thread(target=drive, args=(env, i, results, waits), daemon=True)
+               for i, env in enumerate(envs)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=max(0.0, 4 * STALL_S - (time.perf_counter() - started)))
+    wall = time.perf_counter() - started
+    assert not any(t.is_alive() for t in threads), f"{sum(t.is_alive() for t in threads)}/{k} env threads stalled"
+    sandbox = getattr(envs[0].core, "sandbox", None)
+    if sandbox is not None:  # every episode was scored: its session worker is back without a reset/close
+        assert sandbox._sessions._idle.qsize() == sandbox.session_capacity == POOL
+    for env in envs:
+        env.close()
+    return wall, results, max(waits)
+
+
+def check(results: list, k: int) -> None:
+    assert len(results) == k * EPISODES, f"{k * EPISODES - len(results)} episodes did not finish"
+    for plan, rewards, terminated, final, flags in results:
+        _, _, expected, expected_final = PLANS[plan]
+        assert terminated and rewards == expected and final == expected_final, (plan, rewards, final)
+        assert "checker_error" not in flags, flags
+
+
+def test_32_envs_on_8_workers_finish_with_their_rewards_without_stalls(shop_paths, capsys):
+    run(shop_paths, 1)  # warm-up: the process-wide sandbox starts its workers
+    wall4, results4, slow4 = run(shop_paths, 4)
+    check(results4, 4)
+    wall32, results32, slow32 = run(shop_paths, 32)
+    check(results32, 32)
+    per4, per32 = wall4 / (4 * EPISODES), wall32 / (32 * EPISODES)
+    with capsys.disabled():
+        print(f"\nK=4: {wall4:.2f}s ({per4:.3f}s/episode, slowest call {slow4:.2f}s); "
+              f"K=32: {wall32:.2f}s ({per32:.3f}s/episode, slowest call {slow32:.2f}s); pool {POOL}")
+    assert slow32 < STALL_S, f"a call waited {slow32:.1f}s"
+    assert per32 <= 2 * per4, f"K=32 takes {per32:.3f}s per episode, K=4 {per4:.3f}s"
