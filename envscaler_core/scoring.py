@@ -89,6 +89,10 @@ class Scorer:
         self._lock = threading.Lock()
         self._reference_locks: dict[str, threading.Lock] = collections.defaultdict(threading.Lock)
 
+    def __reduce__(self):
+        # Pickled with a stage's work (a Ray worker): the sandbox travels as a reference, caches start empty.
+        return (Scorer, (self.sandbox, self.cache_size))
+
     # ------------------------------------------------------------------ checks
     def checks(self, checklist: Sequence[ChecklistItem], final: dict, initial: dict) -> list[CheckOutcome]:
         """Each checklist item's checker on (``final``, ``initial``), in order; never raises."""

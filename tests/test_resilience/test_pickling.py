@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import pickle
 
+from envscaler_core.rollout import ChecklistReward, ScenarioEnvs
 from envscaler_core.runtime import Sandbox, WorkerPool
+from envscaler_core.scoring import Scorer
 from envscaler_core.runtime.pool import close_adopted_pools
 
 
@@ -35,3 +37,12 @@ def test_a_sandbox_travels_with_its_pools_and_fresh_threads():
         assert copy._sessions is box._sessions and copy._oneshots is box._oneshots  # same process: same pools
         assert copy._calls is not box._calls and copy.checker_timeout_s == 3.0
         assert copy.check(["def check_func(final_state):\n    return True"], {}, {})[0].status == "true"
+
+
+def test_the_engine_parts_over_a_sandbox_pickle():
+    with Sandbox(1, 1) as box:
+        hook = ChecklistReward(Scorer(box), progress=False)
+        hook.scorer.checks([], {}, {})
+        copy, envs = pickle.loads(pickle.dumps(hook)), pickle.loads(pickle.dumps(ScenarioEnvs(box)))
+        assert copy.scorer.sandbox._sessions is box._sessions and copy.progress is False
+        assert envs.sandbox._oneshots is box._oneshots
