@@ -129,7 +129,7 @@ class EpisodeEnv:
         first = next(m["content"] for m in self.episode.messages if m["role"] == "user") \
             if self.episode.messages else ""
         info = {"system_prompt": policy.system_prompt, "env_instruction": policy.system_prompt,
-                "tools": self._env.tools, "task": task.task,
+                "tools": policy.tools, "task": task.task,
                 "scenario_id": task.scenario_id, "env_id": task.env_id, "mode": self.options.mode}
         return first, info
 

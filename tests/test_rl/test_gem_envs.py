@@ -159,3 +159,16 @@ def test_random_action_is_a_tool_call_of_the_env(task_env):
     assert name in {"get_order", "cancel_order"}
     obs, reward, terminated, truncated, info = task_env.step(action)
     assert obs.startswith("<tool_response>") and not terminated and info["metrics"]["tool_calls"] == 1
+
+
+def test_a_user_who_stops_at_once_ends_the_episode_at_reset(scripted, shop_paths):
+    scripted.policy = lambda request: Reply.text("# Thought: nothing\n# Reply: Never mind. ###STOP###")
+    env = make("envscaler_user_env", shop_paths, user_llm={"base_url": scripted.base_url,
+                                                            "api_key": "sk-test", "model": "scripted"})
+    first, info = env.reset(task_index=CANCEL_A1)
+    assert "cancel_order" in [t["function"]["name"] for t in info["tools"]]
+    assert env.core.episode.termination == "user_stop" and env.core.final_reward == 0.5
+    assert "premature_stop" in env.core.trajectory().flags
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step("anything")
+    env.close()
