@@ -26,7 +26,7 @@ class InteractConfig(StageConfig):
         user_max_tokens: Simulated user max tokens per turn.
         progress_reward: Compute the per-step progress reward (one checker run per new state).
         checker_timeout_s: Time budget of one checker.
-        pool_size: Sandbox workers (default: concurrency).
+        pool_size: Sandbox session workers (default: concurrency; checkers and replays get their own).
         max_k: Largest k reported for pass^k.
     """
 

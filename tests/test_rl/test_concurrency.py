@@ -3,7 +3,8 @@ sandbox of 8 session workers (the shipped ROLL YAML runs 32 envs per worker with
 
 Every episode must finish with its correct reward (progress reward on, so scoring needs checkers
 while other envs hold every session worker), no call may stall for an acquire timeout, and the
-time per episode at K = 32 must stay within 2x of K = 4.
+time per episode at K = 32 must stay within 2x of K = 4 (the wall time itself cannot: K = 32 runs
+8x the episodes on 8 session workers; on 2 cores it measured 4-8x the wall of K = 4).
 """
 from __future__ import annotations
 
@@ -80,10 +81,13 @@ def check(results: list, k: int) -> None:
 
 def test_32_envs_on_8_workers_finish_with_their_rewards_without_stalls(shop_paths, capsys):
     run(shop_paths, 1)  # warm-up: the process-wide sandbox starts its workers
-    wall4, results4, slow4 = run(shop_paths, 4)
-    check(results4, 4)
-    wall32, results32, slow32 = run(shop_paths, 32)
-    check(results32, 32)
+    timed = {}
+    for k in (4, 32, 4, 32):  # best of two each, interleaved: the machine is shared
+        wall, results, slowest = run(shop_paths, k)
+        check(results, k)
+        best = timed.get(k, (float("inf"), 0.0))
+        timed[k] = (min(best[0], wall), max(best[1], slowest))
+    (wall4, slow4), (wall32, slow32) = timed[4], timed[32]
     per4, per32 = wall4 / (4 * EPISODES), wall32 / (32 * EPISODES)
     with capsys.disabled():
         print(f"\nK=4: {wall4:.2f}s ({per4:.3f}s/episode, slowest call {slow4:.2f}s); "
