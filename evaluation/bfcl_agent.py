@@ -15,6 +15,7 @@ from typing import Any, Optional
 from envscaler_core.llm import LLMClient, LLMError
 from envscaler_core.rollout.agent import AgentPolicy
 from envscaler_core.rollout.types import RolloutSettings
+from envscaler_core.toolformat import render_results
 from evaluation.bfcl_data import BfclTask, holdout_prompt, max_steps_per_turn
 from evaluation.bfcl_exec import BfclExecutor, StepExecution, score_trial
 from evaluation.results import TrialRecord, trial_id
@@ -49,8 +50,7 @@ class _Conversation:
 
 def _tool_messages(conv: _Conversation, action, execution: StepExecution) -> list[dict[str, Any]]:
     if conv.settings.agent_mode == "text":
-        blocks = "\n".join(f"<tool_response>\n{r}\n</tool_response>" for r in execution.results)
-        return [{"role": "user", "content": blocks}]
+        return [{"role": "user", "content": render_results(execution.results)}]
     return [{"role": "tool", "tool_call_id": call.id, "name": call.name, "content": result}
             for call, result in zip(action.calls, execution.results)]
 

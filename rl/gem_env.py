@@ -17,6 +17,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
     raise ImportError("rl.gem_env needs the `gem-llm` package (pip install gem-llm; ROLL "
                       "installs it)") from exc
 
+from envscaler_core.toolformat import render_call
 from rl.episode_env import EpisodeEnv
 
 
@@ -44,11 +45,10 @@ class _EnvScalerGemEnv(gem.Env):
 
     def sample_random_action(self) -> str:
         """A random tool call (for ROLL's ``llm_proxy.proxy_type: random`` debugging)."""
-        import json
         import random
 
         tool = random.choice(self.core.episode.agent.tools)["function"]
-        return f'<tool_call>{json.dumps({"name": tool["name"], "arguments": {}})}</tool_call>'
+        return render_call(tool["name"], {})
 
     def spawn(self, same_state: bool = False, **kwargs: Any) -> "gem.Env":
         if same_state:

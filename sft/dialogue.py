@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from envscaler_core.artifacts import Trajectory
-from envscaler_core.llm.toolparse import parse_text_tool_calls, split_reasoning
+from envscaler_core.toolformat import (CALL_OPEN, openai_tool, parse_results, parse_text_tool_calls,
+                                       split_reasoning, without_tools)
 
 USER_SIDE = ("user", "results")
 ASSISTANT_SIDE = ("text", "calls")
@@ -46,13 +47,6 @@ class Dialogue:
     turns: list[Turn]
 
 
-def openai_tool(schema: dict[str, Any]) -> dict[str, Any]:
-    """Return ``schema`` in the ``{"type": "function", "function": {...}}`` form."""
-    if schema.get("type") == "function" and "function" in schema:
-        return schema
-    return {"type": "function", "function": schema}
-
-
 def _arguments(raw: Any) -> dict[str, Any]:
     if isinstance(raw, dict):
         return raw
@@ -81,7 +75,7 @@ def _assistant_turn(message: dict[str, Any], text_mode: bool) -> Turn:
             raise DropSample("tool call without a name")
         calls.append({"name": function["name"], "arguments": _arguments(function.get("arguments"))})
         ids.append(call.get("id") or f"call_{index}")
-    if not calls and (text_mode or "<tool_call>" in content):
+    if not calls and (text_mode or CALL_OPEN in content):
         parsed = parse_text_tool_calls(content)
         if parsed.calls:
             calls = [{"name": c.name, "arguments": c.arguments} for c in parsed.calls]
@@ -117,6 +111,16 @@ def _add_result(turns: list[Turn], message: dict[str, Any]) -> None:
             raise DropSample("more tool results than calls")
         slot = free[0]
     pending.results[slot] = _tool_text(message)
+
+
+def _add_user(turns: list[Turn], text: str, text_mode: bool) -> None:
+    """A user message; in ``text`` mode, one made of ``<tool_response>`` blocks answers the calls."""
+    results = parse_results(text) if text_mode and turns and turns[-1].kind == "calls" else None
+    if results is None:
+        _append(turns, Turn("user", text=text))
+        return
+    for result in results:
+        _add_result(turns, {"content": result})
 
 
 def _append(turns: list[Turn], turn: Turn) -> None:
@@ -158,7 +162,7 @@ def to_dialogue(trajectory: Trajectory, system_override: Optional[str] = None) -
     for message in messages:
         role = message.get("role")
         if role == "user":
-            _append(turns, Turn("user", text=str(message.get("content") or "")))
+            _add_user(turns, str(message.get("content") or ""), text_mode)
         elif role == "assistant":
             _append(turns, _assistant_turn(message, text_mode))
         elif role == "tool":
@@ -168,5 +172,7 @@ def to_dialogue(trajectory: Trajectory, system_override: Optional[str] = None) -
         else:
             raise DropSample(f"unknown role {role!r}")
     tools = [openai_tool(t) for t in trajectory.tools]
+    if text_mode:  # the tools travel in ``tools``; the exporters render them again
+        system = without_tools(system, tools)
     return Dialogue(system_override if system_override is not None else system, tools,
                     _finish(turns))

@@ -23,8 +23,8 @@ from envscaler_core.artifacts import Usage
 from envscaler_core.llm.cache import ResponseCache, cache_key
 from envscaler_core.llm.config import LLMConfig
 from envscaler_core.llm.schema import extract_json, response_format_for, tool_call_schema
-from envscaler_core.llm.toolparse import parse_text_tool_calls, split_reasoning
 from envscaler_core.llm.usage import UsageMeter
+from envscaler_core.toolformat import parse_text_tool_calls, split_reasoning
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)

@@ -6,7 +6,8 @@ Two protocols:
   gets a ``role: tool`` message.
 * ``text``: the Qwen3 convention for models served without function calling: tools listed in
   the system prompt inside ``<tools>``, calls written as ``<tool_call>{json}</tool_call>``,
-  results returned in one user message of ``<tool_response>`` blocks.
+  results returned in one user message of ``<tool_response>`` blocks (the format is owned by
+  :mod:`envscaler_core.toolformat`).
 """
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from envscaler_core.artifacts import Usage
-from envscaler_core.llm import EmptyResponseError, LLMClient, parse_text_tool_calls, split_reasoning
+from envscaler_core.llm import EmptyResponseError, LLMClient
 from envscaler_core.prompts import render_prompt
 from envscaler_core.rollout.types import RolloutSettings, StepOutcome
+from envscaler_core.toolformat import TextTurn, format_error_message, parse_turn, render_results, with_tools
 
 PACKAGE = "envscaler_core.rollout"
 MALFORMED_TOOL = "(malformed)"
@@ -83,10 +85,7 @@ class AgentPolicy:
         intro = f"The following is an introduction to the current environment:\n{env_introduction}" \
             if env_introduction else ""
         prompt = render_prompt(PACKAGE, name, env_introduction=intro).rstrip()
-        if self.settings.agent_mode == "text":
-            lines = "\n".join(json.dumps(t, ensure_ascii=False) for t in self.tools)
-            prompt += render_prompt(PACKAGE, "tools_text.md", tools=lines).rstrip()
-        return prompt
+        return with_tools(prompt, self.tools) if self.settings.agent_mode == "text" else prompt
 
     def initial_messages(self, first_user_message: str) -> list[dict[str, Any]]:
         """``[system, user]`` to start an episode."""
@@ -122,38 +121,37 @@ class AgentPolicy:
                  for c in message.get("tool_calls") or []]
         return AgentAction(message=message, calls=calls, content=message.get("content") or "")
 
-    def action_from_text(self, text: str, reasoning: str = "") -> AgentAction:
+    def action_from_text(self, text: str, reasoning: str = "", *, first_only: bool = False,
+                         strict_think: bool = False) -> AgentAction:
         """Parses a written answer (a model's, or a person's in the play demo).
 
-        In ``text`` mode the message keeps the raw text; in ``fc`` mode calls written as
-        ``<tool_call>`` JSON become native ``tool_calls``.
+        In ``text`` mode the message keeps the text; in ``fc`` mode calls written as
+        ``<tool_call>`` JSON become native ``tool_calls``. ``first_only`` and ``strict_think``
+        are :func:`~envscaler_core.toolformat.parse_turn`'s (RL environments use them).
         """
-        if not reasoning and "</think>" in text:
-            reasoning, text = split_reasoning(text)
-        # Inside <tool_call> tags any name counts (an unknown one gets an error observation);
-        # bare or fenced JSON counts only when it names a real tool, so data in prose is not a call.
-        parsed = parse_text_tool_calls(text, None if "<tool_call>" in text else self.tool_names)
-        errors = list(parsed.errors)
-        if "<tool_call>" in text and not parsed.calls and not errors:
-            errors.append("no valid JSON object with 'name' and 'arguments' inside <tool_call>")
-        calls = [AgentCall(_new_id(), c.name, c.arguments) for c in parsed.calls]
+        turn = parse_turn(text, self.tool_names, reasoning=reasoning, first_only=first_only,
+                          strict_think=strict_think)
+        return self.action_from_turn(turn)
+
+    def action_from_turn(self, turn: TextTurn) -> AgentAction:
+        """The :class:`AgentAction` of a parsed text turn."""
+        calls = [AgentCall(_new_id(), c.name, c.arguments) for c in turn.calls]
         if self.settings.agent_mode == "text":
-            message: dict[str, Any] = {"role": "assistant", "content": text}
+            message: dict[str, Any] = {"role": "assistant", "content": turn.text}
         else:
-            message = {"role": "assistant", "content": parsed.content or None}
+            message = {"role": "assistant", "content": turn.content or None}
             if calls:
                 message["tool_calls"] = [{"id": c.id, "type": "function", "function": {
                     "name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}} for c in calls]
-        if reasoning:
-            message["reasoning_content"] = reasoning
-        return AgentAction(message=message, calls=calls, content=parsed.content, format_errors=errors)
+        if turn.reasoning:
+            message["reasoning_content"] = turn.reasoning
+        return AgentAction(message=message, calls=calls, content=turn.content, format_errors=list(turn.errors))
 
     def observation_messages(self, results: list[tuple[AgentCall, StepOutcome]],
                              format_errors: list[str]) -> list[dict[str, Any]]:
         """Messages that carry tool results (and parse errors) back to the agent."""
-        errors = [{"success": False, "error_type": "malformed_tool_call",
-                   "error": f"Your tool call could not be parsed: {e}. Write "
-                            '<tool_call>{"name": ..., "arguments": {...}}</tool_call>.'} for e in format_errors]
+        errors = [{"success": False, "error_type": "malformed_tool_call", "error": format_error_message(e)}
+                  for e in format_errors]
         if self.settings.agent_mode == "fc":
             return [{"role": "tool", "tool_call_id": call.id, "name": call.name,
                      "content": observation_text(out.observation)} for call, out in results] + [
@@ -161,5 +159,4 @@ class AgentPolicy:
         blocks = [observation_text(out.observation) for _, out in results] + [observation_text(e) for e in errors]
         if not blocks:
             return []
-        return [{"role": "user", "content": "\n".join(
-            f"<tool_response>\n{b}\n</tool_response>" for b in blocks)}]
+        return [{"role": "user", "content": render_results(blocks)}]

@@ -2,7 +2,7 @@ import pytest
 
 from envscaler_core.codegen import CodeExtractionError, extract_python
 from envscaler_core.llm.schema import extract_json, inline_refs, tool_call_schema
-from envscaler_core.llm.toolparse import parse_text_tool_calls, split_reasoning
+from envscaler_core.toolformat import parse_text_tool_calls, split_reasoning
 
 
 def test_tags_multiple_calls_and_prose():

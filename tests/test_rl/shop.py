@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from envscaler_core.artifacts import ChecklistItem, EnvSpec, Scenario, ToolCall
+from envscaler_core.toolformat import render_call
 
 SHOP_CODE = '''
 class ShopOrders:
@@ -72,5 +73,5 @@ def write_fixture(folder: Path) -> dict[str, str]:
 
 
 def call(name: str, **arguments) -> str:
-    import json
-    return f'<tool_call>\n{json.dumps({"name": name, "arguments": arguments})}\n</tool_call>'
+    """The text a policy writes to call ``name``."""
+    return render_call(name, arguments)

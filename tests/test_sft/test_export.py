@@ -7,9 +7,10 @@ import sys
 
 import pytest
 
+from envscaler_core.toolformat import with_tools
 from sft.dialogue import DropSample, to_dialogue
 from sft.export import ExportConfig, convert
-from sft.formats import qwen3_system, to_alpaca, to_sharegpt
+from sft.formats import to_alpaca, to_sharegpt
 from tests.test_sft import samples
 
 
@@ -101,7 +102,7 @@ def test_alpaca_splits_per_turn_with_history():
     assert rows[1]["instruction"].startswith("<tool_response>\n{")
     assert rows[1]["output"] == ('Cancelling now.\n<tool_call>\n{"name": "cancel_order", "arguments": '
                                  '{"order_id": "A1", "reason": "mistake"}}\n</tool_call>')
-    assert rows[0]["system"] == qwen3_system(samples.SYSTEM, samples.TOOLS)
+    assert rows[0]["system"] == with_tools(samples.SYSTEM, samples.TOOLS)
     assert rows[0]["system"].startswith(samples.SYSTEM + "\n\n# Tools\n")
 
 

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
+from envscaler_core.toolformat import with_tools
 from sft.export import ExportConfig, convert, write_dataset
-from sft.formats import qwen3_system
 from tests.test_sft import samples
 from tests.test_sft.trainenv import run_train
 
@@ -51,7 +51,7 @@ def test_sharegpt_rows_train_and_render_as_qwen3(tmp_path, tiny_model):
     check_trained(rc, log, summary, rows)
     rendered = log.split("inputs:\n", 1)[1]
     # LlamaFactory's own rendering of our first row = the Qwen3 text the alpaca variant writes.
-    assert rendered.startswith(f"<|im_start|>system\n{qwen3_system(samples.SYSTEM, samples.TOOLS)}<|im_end|>")
+    assert rendered.startswith(f"<|im_start|>system\n{with_tools(samples.SYSTEM, samples.TOOLS)}<|im_end|>")
     assert '<tool_call>\n{"name": "get_order", "arguments": {"order_id": "A1"}}\n</tool_call>' in rendered
     assert "<|im_start|>user\n<tool_response>\n{" in rendered
 
