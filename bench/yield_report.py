@@ -45,8 +45,7 @@ def env_rows(run: Path) -> list[dict]:
     generated = Counter(s.env_id for s in _read(run / "scen_states.jsonl", Scenario))
     rows = []
     for env in _read(run / "envs.jsonl", EnvSpec):
-        extra = env.model_extra or {}
-        methods = method_outcomes(extra.get("build_log", {}).get("method_attempts", []))
+        methods = method_outcomes(env.build_log.method_attempts if env.build_log else [])
         cal = env.inspection.calibration if env.inspection else {}
         rows.append({"env": env.env_class_name, "env_id": env.env_id, "status": env.status,
                      "tools": len(env.tools), "model_methods": methods["methods_asked"],

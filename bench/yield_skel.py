@@ -43,7 +43,7 @@ def method_stats(run: Path) -> dict[str, int]:
     stats = {"methods_asked": 0, "first_try_ok": 0, "ok_after_samples": 0, "failing_in_inspection": 0,
              "fixed_by_repair": 0, "dropped_tools": 0}
     for draft in drafts:
-        for key, value in method_outcomes(draft.model_extra.get("build_log", {}).get("method_attempts", [])).items():
+        for key, value in method_outcomes(draft.build_log.method_attempts if draft.build_log else []).items():
             stats[key] += value
         env = envs.get(draft.id)
         if env and env.inspection:

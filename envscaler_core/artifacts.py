@@ -3,13 +3,23 @@
 Each stage writes one JSONL file of these records into a run directory (see
 :data:`ARTIFACT_FILES`), plus ``manifest.json``. Field names follow the original EnvScaler
 release where one exists, so released data converts losslessly (see ``original_format``).
+
+Every field is declared: making a record with an unknown field is an error, while reading a
+stored file (:meth:`ArtifactModel.from_stored`, :class:`~envscaler_core.store.JsonlStore`)
+drops fields this version does not know, so older files and the original release still load.
 """
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Literal, Optional
+import logging
+from typing import Any, Literal, Optional, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
+
+log = logging.getLogger(__name__)
+A = TypeVar("A", bound="ArtifactModel")
+STORED = {"stored": True}
+"""Validation context of data read from a file: unknown fields are dropped, not rejected."""
 
 ARTIFACT_FILES = {
     "tasks": "source_tasks.jsonl",
@@ -28,10 +38,32 @@ def content_id(prefix: str, *parts: str, length: int = 12) -> str:
     return f"{prefix}_{digest}"
 
 
-class Record(BaseModel):
-    """Base of all artifact records: tolerant of extra fields, keyed by ``id``."""
+class ArtifactModel(BaseModel):
+    """Base of every artifact model: extra fields rejected on write, dropped on read."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_unknown_when_stored(cls, data: Any, info: ValidationInfo) -> Any:
+        if not (isinstance(data, dict) and info.context and info.context.get("stored")):
+            return data
+        known = set(cls.model_fields) | {f.alias for f in cls.model_fields.values() if f.alias}
+        unknown = sorted(k for k in data if k not in known)
+        if not unknown:
+            return data
+        log.debug("%s: ignoring fields this version does not know: %s", cls.__name__, unknown)
+        return {k: v for k, v in data.items() if k in known}
+
+    @classmethod
+    def from_stored(cls: type[A], data: Any) -> A:
+        """Validate data read from a file (unknown fields of older versions are dropped)."""
+        return cls.model_validate(data, context=STORED)
+
+
+class Record(ArtifactModel):
+    """Base of all artifact records, keyed by ``id``."""
+
     id: str
 
 
@@ -55,20 +87,20 @@ class EnvDescription(Record):
     selection_reason: str = ""
 
 
-class StateEntity(BaseModel):
+class StateEntity(ArtifactModel):
     entity: str
     attributes: list[str]
     description: str = ""
 
 
-class Operation(BaseModel):
+class Operation(ArtifactModel):
     operation_name: str
     operation_description: str = ""
     operation_type: Literal["query", "state_change"] = "query"
     code: Optional[str] = None
 
 
-class ToolVerdict(BaseModel):
+class ToolVerdict(ArtifactModel):
     """One inspection round: a call, its effect, and the verdicts on it."""
 
     round: int
@@ -85,7 +117,7 @@ class ToolVerdict(BaseModel):
     warnings: list[str] = Field(default_factory=list)  # soft oracle findings
 
 
-class InspectionReport(BaseModel):
+class InspectionReport(ArtifactModel):
     rounds: int = 0
     pass_count: int = 0
     warning_count: int = 0
@@ -100,6 +132,41 @@ class InspectionReport(BaseModel):
     dropped_tools: list[str] = Field(default_factory=list)
     dropped_verdicts: dict[str, list[ToolVerdict]] = Field(default_factory=dict)  # why each was dropped
     reason: str = ""
+
+
+class StateAttribute(ArtifactModel):
+    name: str
+    type: str = "str"
+    description: str = ""
+
+
+class StateSchemaEntity(ArtifactModel):
+    name: str
+    description: str = ""
+    id_attribute: str
+    attributes: list[StateAttribute] = Field(default_factory=list)
+
+
+class StateSchema(ArtifactModel):
+    """The state design an environment was synthesized from: entity classes and rules."""
+
+    analysis: str = ""
+    class_name: str
+    entities: list[StateSchemaEntity] = Field(default_factory=list)
+    rules: list[str] = Field(default_factory=list)
+
+
+class BuildLog(ArtifactModel):
+    """How a draft environment was synthesized (sources, per-method attempts, timing)."""
+
+    description_id: str = ""
+    test_state_source: str = ""
+    operations_source: str = ""
+    predicates: list[dict[str, Any]] = Field(default_factory=list)  # rule, status, error
+    method_attempts: list[dict[str, Any]] = Field(default_factory=list)  # method, stage, attempt, ok, ...
+    dropped_operations: list[str] = Field(default_factory=list)
+    synthesis_error: Optional[str] = None
+    synthesis_s: float = 0.0
 
 
 class EnvSpec(Record):
@@ -118,6 +185,12 @@ class EnvSpec(Record):
     source_task: str = ""
     inspection: Optional[InspectionReport] = None
     status: Literal["draft", "accepted", "rejected"] = "draft"
+    state_schema: Optional[StateSchema] = None
+    test_state: dict[str, Any] = Field(default_factory=dict)
+    """The state the methods were gated and inspected on (entity container -> id -> record)."""
+    predicate_rules: list[str] = Field(default_factory=list)
+    """The rule each of ``rule_predicates`` checks, in the same order."""
+    build_log: Optional[BuildLog] = None
 
     def model_post_init(self, __context: Any) -> None:
         if not self.env_id:
@@ -125,19 +198,19 @@ class EnvSpec(Record):
 
 
 # ---------------------------------------------------------------- stage 2: scen_generator
-class ToolCall(BaseModel):
+class ToolCall(ArtifactModel):
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
-class ChecklistItem(BaseModel):
+class ChecklistItem(ArtifactModel):
     check_item: str
     check_func: str = ""
     initial_value: Optional[bool] = None
     reference_value: Optional[bool] = None
 
 
-class ValidationReport(BaseModel):
+class ValidationReport(ArtifactModel):
     proven: bool = False
     reference_reward: Optional[float] = None
     null_reward: Optional[float] = None
@@ -161,6 +234,10 @@ class Scenario(Record):
     reference_solution: list[ToolCall] = Field(default_factory=list)
     validation: Optional[ValidationReport] = None
     status: Literal["state", "task", "checked", "proven", "dropped"] = "state"
+    state_warnings: list[str] = Field(default_factory=list)
+    """Rules the initial state breaks (``state_rules: record``)."""
+    task_notes: list[str] = Field(default_factory=list)
+    """Problems of earlier task drafts (``plan_first``)."""
 
     def model_post_init(self, __context: Any) -> None:
         if not self.task_id:
@@ -168,7 +245,7 @@ class Scenario(Record):
 
 
 # ---------------------------------------------------------------- stage 3: rollouts
-class Usage(BaseModel):
+class Usage(ArtifactModel):
     calls: int = 0
     cache_hits: int = 0
     prompt_tokens: int = 0
@@ -180,7 +257,7 @@ class Usage(BaseModel):
         return Usage(**{k: getattr(self, k) + getattr(other, k) for k in Usage.model_fields})
 
 
-class StepRecord(BaseModel):
+class StepRecord(ArtifactModel):
     index: int
     tool_call_id: str = ""
     name: str
@@ -192,13 +269,13 @@ class StepRecord(BaseModel):
     duration_ms: float = 0.0
 
 
-class CheckOutcome(BaseModel):
+class CheckOutcome(ArtifactModel):
     check_item: str = ""
     status: Literal["true", "false", "error"]
     error: Optional[str] = None
 
 
-class RewardBreakdown(BaseModel):
+class RewardBreakdown(ArtifactModel):
     final: float = 0.0
     checks: list[CheckOutcome] = Field(default_factory=list)
     checker_errors: int = 0

@@ -50,7 +50,7 @@ def _original_env(path: Path, key: str, item: dict[str, Any]) -> EnvSpec:
             if isinstance(entity.get("attributes"), str):
                 entity["attributes"] = [a.strip() for a in entity["attributes"].split(",") if a.strip()]
     try:
-        return EnvSpec.model_validate(item)
+        return EnvSpec.from_stored(item)
     except ValidationError as exc:
         raise ArtifactError(path, 0, f"env {env_id!r} is not a valid environment: {exc.errors()[0]['msg']} "
                                      f"at {'.'.join(map(str, exc.errors()[0]['loc']))}") from None
@@ -83,7 +83,7 @@ def load_scenarios(path: Path | str) -> list[Scenario]:
         item["id"] = str(item.get("task_id") or f"{item.get('env_id')}-task_{index}")
         item.setdefault("status", "proven" if item["checklist_with_func"] else "task")
         try:
-            scenarios.append(Scenario.model_validate(item))
+            scenarios.append(Scenario.from_stored(item))
         except ValidationError as exc:
             raise ArtifactError(path, index + 1, f"scenario {index} invalid: {exc.errors()[0]['msg']}") from None
     return scenarios

@@ -17,6 +17,8 @@ from typing import Any, Generic, Iterator, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from envscaler_core.artifacts import STORED
+
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
 
@@ -73,7 +75,7 @@ class JsonlStore(Generic[M]):
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ArtifactError(self.path, number, f"not valid JSON: {exc}") from None
         try:
-            return self.model.model_validate(obj)
+            return self.model.model_validate(obj, context=STORED)  # older files: unknown fields dropped
         except ValidationError as exc:
             raise ArtifactError(
                 self.path, number, f"invalid {self.model.__name__}: {_first_error(exc)}"

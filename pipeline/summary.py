@@ -39,7 +39,7 @@ def _trajectories(out: Path) -> list[Trajectory]:
     for path in sorted(out.rglob(ARTIFACT_FILES["trajectories"])):
         for raw in _records(path):
             try:
-                found.append(Trajectory.model_validate(raw))
+                found.append(Trajectory.from_stored(raw))
             except ValidationError:
                 continue
     return found

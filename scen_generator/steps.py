@@ -84,7 +84,7 @@ class Steps:
         if self.cfg.state_rules == "record":
             warnings = await asyncio.to_thread(rule_violations, self.sandbox, env, state)
             if warnings:
-                setattr(scenario, "state_warnings", warnings)
+                scenario.state_warnings = warnings
         kept = self._kept.setdefault(env.env_id, [])
         similar = near_duplicate(state, kept, self.cfg.dedup_threshold)
         if similar is not None:
@@ -153,7 +153,7 @@ class Steps:
         done = scenario.model_copy(update={"task": task, "reference_solution": calls, "status": "task",
                                            "checklist_with_func": checklist})
         if problems:  # earlier drafts' problems, and whether the missing values were appended
-            setattr(done, "task_notes", problems)
+            done.task_notes = problems
         return done
 
     async def _checker_item(self, scenario: Scenario) -> Scenario:

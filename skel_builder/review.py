@@ -43,12 +43,12 @@ class EnvReview:
     """Mutable working copy of a draft while it is inspected and repaired."""
 
     def __init__(self, spec: EnvSpec):
-        extra = spec.model_extra or {}
+        if spec.state_schema is None:
+            raise ValueError(f"environment {spec.id!r} has no state_schema (not built by skel_builder)")
         self.spec = spec
-        self.schema = StateAnswer.model_validate(extra["state_schema"])
-        self.test_state: dict[str, Any] = extra["test_state"]
-        self.predicates = [Predicate(rule, src) for rule, src in
-                           zip(extra.get("predicate_rules", []), spec.rule_predicates)]
+        self.schema = StateAnswer.model_validate(spec.state_schema.model_dump())
+        self.test_state: dict[str, Any] = spec.test_state
+        self.predicates = [Predicate(rule, src) for rule, src in zip(spec.predicate_rules, spec.rule_predicates)]
         self.skeleton = render_skeleton(self.schema, spec.environment_summary, spec.environment_introduction)
         self.methods = {op.operation_name: op.code or "" for op in spec.operation_list}
         self.op_types = {op.operation_name: op.operation_type for op in spec.operation_list}
@@ -124,10 +124,9 @@ def _prune(review: EnvReview, verdicts: list[ToolVerdict], failing: set[str],
 async def review_env(client: LLMClient, pool: Sandbox, cfg: SkelBuilderConfig, spec: EnvSpec,
                      emit: Emit = _quiet) -> EnvSpec:
     """Inspect, repair, prune and decide; the returned spec is ``accepted`` or ``rejected``."""
-    extra = spec.model_extra or {}
-    problem = (extra.get("build_log") or {}).get("synthesis_error")
+    problem = spec.build_log.synthesis_error if spec.build_log else None
     if problem or not spec.tools:
-        return _decide(spec, EnvReview(spec) if "state_schema" in extra else None,
+        return _decide(spec, EnvReview(spec) if spec.state_schema is not None else None,
                        InspectionReport(threshold=cfg.threshold), problem or "no tools")
     review = EnvReview(spec)
     controls = review.known_good()

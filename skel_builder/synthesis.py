@@ -7,7 +7,8 @@ import asyncio
 import time
 from typing import Any, Callable, Optional
 
-from envscaler_core.artifacts import EnvDescription, EnvSpec, Operation, StateEntity, content_id
+from envscaler_core.artifacts import (BuildLog, EnvDescription, EnvSpec, Operation, StateEntity, StateSchema,
+                                      content_id)
 from envscaler_core.llm import LLMClient, StructuredOutputError
 from envscaler_core.runtime import EnvLoadError, Sandbox
 
@@ -118,13 +119,12 @@ async def synthesize_env(client: LLMClient, pool: Sandbox, cfg: SkelBuilderConfi
         constraints_rules=state.rules, rule_predicates=[p.source for p in predicates],
         operation_list=operations, env_class_name=state.class_name, env_class_code=code,
         tools=tools, source_task=desc.task, status="draft",
-        state_schema=state.model_dump(), test_state=test_state,
+        state_schema=StateSchema.model_validate(state.model_dump()), test_state=test_state,
         predicate_rules=[p.rule for p in predicates],
-        build_log={"test_state_source": state_source, "operations_source": ops_source,
-                   "predicates": predicate_log,
-                   "method_attempts": ctx.attempts, "dropped_operations": dropped,
-                   "synthesis_error": error, "description_id": desc.id,
-                   "synthesis_s": round(time.monotonic() - started, 2)})
+        build_log=BuildLog(test_state_source=state_source, operations_source=ops_source,
+                           predicates=predicate_log, method_attempts=ctx.attempts,
+                           dropped_operations=dropped, synthesis_error=error, description_id=desc.id,
+                           synthesis_s=round(time.monotonic() - started, 2)))
 
 
 async def _schemas(pool: Sandbox, code: str, class_name: str) -> tuple[list[dict], Optional[str]]:

@@ -195,7 +195,7 @@ def test_missing_values_can_be_appended_instead_of_dropping(model, scripted_env,
     assert cli(tmp_path, "tasks", "--set", "plan_missing_values=append", "--set", "task_attempts=2") == 0
     s = read(tmp_path / "scen_tasks.jsonl")[0]
     assert s.status == "task" and s.task == TASK + " Use these exact values: 'L001'."
-    assert s.model_extra["task_notes"][-1] == "the missing values were appended"
+    assert s.task_notes[-1] == "the missing values were appended"
     assert cli(tmp_path, "checkers") == 0 and cli(tmp_path, "validate") == 0
     assert read(tmp_path / "scenarios.jsonl")[0].status == "proven"
 

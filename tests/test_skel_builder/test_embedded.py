@@ -47,7 +47,7 @@ def test_one_env_from_one_bundled_task_with_the_embedded_model(tmp_path):
         {"status": e.status, "reason": e.inspection.reason if e.inspection else "",
          "tools": len(e.tools), "score": e.inspection.score if e.inspection else None,
          "calibration": e.inspection.calibration if e.inspection else {},
-         "attempts": e.model_extra.get("build_log", {}).get("method_attempts", [])} for e in envs]}
+         "attempts": e.build_log.method_attempts if e.build_log else []} for e in envs]}
     print("EMBEDDED_SUMMARY " + json.dumps(summary))
     (tmp_path.parent / "embedded_summary.json").write_text(json.dumps(summary, indent=1))
     for env in envs:

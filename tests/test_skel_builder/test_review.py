@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 
+from envscaler_core.artifacts import BuildLog
 from envscaler_core.llm import LLMClient
 from skel_builder.config import SkelBuilderConfig
 from skel_builder.review import review_env
@@ -110,7 +111,7 @@ def test_garbage_from_tester_and_checker_leaves_the_oracles_in_charge(scripted, 
 def test_a_draft_that_never_assembled_is_rejected_with_its_reason(scripted, sandbox, make_draft):
     scripted.policy = LibraryPolicy()
     draft = make_draft()
-    draft = draft.model_copy(update={"build_log": {"synthesis_error": "assembled class does not load: boom"}})
+    draft = draft.model_copy(update={"build_log": BuildLog(synthesis_error="assembled class does not load: boom")})
     env = _review(scripted, sandbox, draft)
     assert env.status == "rejected" and env.inspection.reason.startswith("assembled class does not load")
     assert scripted.completion_requests == []

@@ -48,19 +48,20 @@ def test_synthesis_builds_a_draft_with_gated_methods(scripted, sandbox):
     policy = LibraryPolicy(methods={"get_book": ["I cannot write code.", METHODS["get_book"]]})
     scripted.policy = policy
     spec = asyncio.run(synthesize_env(_client(scripted), sandbox, SkelBuilderConfig(), DESC))
-    log = spec.model_extra["build_log"]
-    assert spec.status == "draft" and log["dropped_operations"] == []
+    log = spec.build_log
+    assert spec.status == "draft" and log.dropped_operations == []
     assert [t["function"]["name"] for t in spec.tools] == ["get_book", "list_member_loans", "checkout_book", "return_book"]
-    first = [a for a in log["method_attempts"] if a["method"] == "get_book"]
+    first = [a for a in log.method_attempts if a["method"] == "get_book"]
     assert [a["ok"] for a in first] == [False, True] and "no usable code" in first[0]["problems"][0]
-    assert len(spec.rule_predicates) == 2 and spec.model_extra["test_state"]["books"]["B1"]["title"] == "Dune"
+    assert len(spec.rule_predicates) == 2 and spec.test_state["books"]["B1"]["title"] == "Dune"
+    assert spec.state_schema.class_name and spec.predicate_rules and log.description_id == DESC.id
 
 
 def test_method_repair_feeds_the_exact_failure_back(scripted, sandbox):
     policy = LibraryPolicy(methods={"checkout_book": [BROKEN_CHECKOUT, METHODS["checkout_book"]]})
     scripted.policy = policy
     spec = asyncio.run(synthesize_env(_client(scripted), sandbox, SkelBuilderConfig(repair_strategy="repair"), DESC))
-    attempts = [a for a in spec.model_extra["build_log"]["method_attempts"] if a["method"] == "checkout_book"]
+    attempts = [a for a in spec.build_log.method_attempts if a["method"] == "checkout_book"]
     assert [(a["strategy"], a["ok"]) for a in attempts] == [("first", False), ("repair", True)]
     assert attempts[0]["problems"][0].startswith("no_exception")
     repair_prompt = [r for r in scripted.completion_requests
@@ -71,9 +72,9 @@ def test_method_repair_feeds_the_exact_failure_back(scripted, sandbox):
 def test_method_that_never_passes_is_dropped_and_recorded(scripted, sandbox):
     scripted.policy = LibraryPolicy(methods={"return_book": [METHODS["return_book"].replace('= "available"', '= 7')]})
     spec = asyncio.run(synthesize_env(_client(scripted), sandbox, SkelBuilderConfig(method_samples=2), DESC))
-    log = spec.model_extra["build_log"]
-    assert log["dropped_operations"] == ["return_book"]
-    assert all(not a["ok"] for a in log["method_attempts"] if a["method"] == "return_book")
+    log = spec.build_log
+    assert log.dropped_operations == ["return_book"]
+    assert all(not a["ok"] for a in log.method_attempts if a["method"] == "return_book")
     assert "return_book" not in spec.env_class_code
 
 
@@ -82,7 +83,7 @@ def test_test_state_falls_back_when_the_model_fails(scripted, sandbox):
     scripted.policy = lambda r: Reply.json({"nope": 1}) if r.get("response_format", {}).get(
         "json_schema", {}).get("name") == "TestState" else policy(r)
     spec = asyncio.run(synthesize_env(_client(scripted), sandbox, SkelBuilderConfig(), DESC))
-    assert spec.model_extra["build_log"]["test_state_source"].startswith("fallback")
+    assert spec.build_log.test_state_source.startswith("fallback")
     assert spec.tools
 
 
@@ -99,5 +100,5 @@ def test_operations_fall_back_to_routine_crud_when_the_model_cannot_list_them(sc
     scripted.policy = lambda r: (Reply.text('{"operations": [{"name": "get_b')  # truncated, as measured
                                  if "OperationsAnswer" in str(r.get("response_format")) else policy(r))
     spec = asyncio.run(synthesize_env(_client(scripted), sandbox, SkelBuilderConfig(), DESC))
-    assert spec.model_extra["build_log"]["operations_source"].startswith("fallback to routine CRUD")
-    assert len(spec.tools) == 15 and not spec.model_extra["build_log"]["method_attempts"]
+    assert spec.build_log.operations_source.startswith("fallback to routine CRUD")
+    assert len(spec.tools) == 15 and not spec.build_log.method_attempts
