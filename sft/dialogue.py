@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from envscaler_core.artifacts import Trajectory
-from envscaler_core.toolformat import (CALL_OPEN, openai_tool, parse_results, parse_text_tool_calls,
-                                       split_reasoning, without_tools)
+from envscaler_core.toolformat import (CALL_OPEN, THINK_CLOSE, openai_tool, parse_results,
+                                       parse_text_tool_calls, split_reasoning, without_tools)
 
 USER_SIDE = ("user", "results")
 ASSISTANT_SIDE = ("text", "calls")
@@ -66,7 +66,7 @@ def _assistant_turn(message: dict[str, Any], text_mode: bool) -> Turn:
     if not isinstance(content, str):
         raise DropSample("non-text assistant content")
     reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
-    if not reasoning and "</think>" in content:
+    if not reasoning and THINK_CLOSE in content:
         reasoning, content = split_reasoning(content)
     calls, ids = [], []
     for index, call in enumerate(message.get("tool_calls") or []):

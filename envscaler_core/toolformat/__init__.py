@@ -15,12 +15,12 @@ from envscaler_core.toolformat.parse import (NO_CALL_IN_TAG, UNCLOSED_THINK, Par
                                              clean_model_text, parse_results, parse_text_tool_calls,
                                              parse_turn, split_reasoning)
 from envscaler_core.toolformat.render import (CALL_CLOSE, CALL_HINT, CALL_OPEN, RESULT_CLOSE, RESULT_OPEN,
-                                              dumps, format_error_message, merged_results, openai_tool,
+                                              THINK_CLOSE, THINK_OPEN, dumps, format_error_message, merged_results, openai_tool,
                                               render_assistant, render_call, render_results, render_tools,
                                               with_thought, with_tools, without_tools)
 
 __all__ = ["CALL_CLOSE", "CALL_HINT", "CALL_OPEN", "NO_CALL_IN_TAG", "ParsedCall", "ParsedText", "RESULT_CLOSE",
-           "RESULT_OPEN", "TextTurn", "UNCLOSED_THINK", "clean_model_text", "dumps", "format_error_message",
+           "RESULT_OPEN", "THINK_CLOSE", "THINK_OPEN", "TextTurn", "UNCLOSED_THINK", "clean_model_text", "dumps", "format_error_message",
            "merged_results", "openai_tool", "parse_results", "parse_text_tool_calls", "parse_turn",
            "render_assistant", "render_call", "render_results", "render_tools", "split_reasoning",
            "with_thought", "with_tools", "without_tools"]

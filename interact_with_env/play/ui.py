@@ -8,11 +8,12 @@ import gradio as gr
 from envscaler_core.llm import LLMError
 from envscaler_core.rollout import env_introduction
 from envscaler_core.runtime import SandboxError
+from envscaler_core.toolformat import CALL_CLOSE, CALL_OPEN, dumps
 from interact_with_env.play.backend import PlayBackend
 from interact_with_env.play.controller import PlaySession
 
 HELP = ("As the agent, write plain text (an answer) or a tool call such as "
-        '`<tool_call>{"name": "get_book", "arguments": {"book_id": "B1"}}</tool_call>`. '
+        f'`{CALL_OPEN}{dumps({"name": "get_book", "arguments": {"book_id": "B1"}})}{CALL_CLOSE}`. '
         "As the user, write your message (`###STOP###` ends the conversation).")
 
 
