@@ -55,6 +55,14 @@ class ArtifactModel(BaseModel):
         log.debug("%s: ignoring fields this version does not know: %s", cls.__name__, unknown)
         return {k: v for k, v in data.items() if k in known}
 
+    def model_copy(self: A, *, update: Optional[dict[str, Any]] = None, deep: bool = False) -> A:
+        """As pydantic's, but an unknown field in ``update`` is an error (pydantic would keep it
+        as an attribute that is silently left out when the record is written)."""
+        unknown = sorted(set(update or {}) - set(type(self).model_fields))
+        if unknown:
+            raise ValueError(f"{type(self).__name__} has no field {', '.join(unknown)}")
+        return super().model_copy(update=update, deep=deep)
+
     @classmethod
     def from_stored(cls: type[A], data: Any) -> A:
         """Validate data read from a file (unknown fields of older versions are dropped)."""

@@ -36,11 +36,14 @@ def test_unknown_fields_are_rejected_when_a_record_is_made(make):
         make()
 
 
-def test_unknown_attributes_cannot_be_set():
+def test_unknown_attributes_cannot_be_set_or_copied_in():
     scenario = Scenario(id="s", env_id="e")
     scenario.state_warnings = ["ok"]
+    assert scenario.model_copy(update={"task_notes": ["ok"]}).task_notes == ["ok"]
     with pytest.raises(ValueError, match="object has no field"):
         scenario.state_notes = ["typo"]
+    with pytest.raises(ValueError, match="Scenario has no field state_notes"):
+        scenario.model_copy(update={"state_notes": ["typo"]})
 
 
 def test_old_files_load_into_typed_fields_and_lose_only_unknown_ones(tmp_path):
