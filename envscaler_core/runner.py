@@ -25,6 +25,7 @@ from envscaler_core.llm.cache import ResponseCache
 from envscaler_core.llm.client import LLMClient
 from envscaler_core.llm.usage import UsageMeter
 from envscaler_core.progress import progress_bar
+from envscaler_core.runtime import posture as sandbox_posture
 from envscaler_core.store import JsonlStore, read_json, write_json_atomic
 
 log = logging.getLogger(__name__)
@@ -164,5 +165,8 @@ def update_manifest(ctx: StageContext, counts: dict[str, Any]) -> Path:
         "wall_s": round(ctx.wall_s(), 2),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
+    sandbox = sandbox_posture.report()
+    if sandbox is not None:  # what the sandbox enforced for this stage, weaknesses included
+        manifest["stages"][ctx.name]["sandbox"] = sandbox
     write_json_atomic(path, manifest)
     return path

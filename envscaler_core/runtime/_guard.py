@@ -1,10 +1,10 @@
 """Hardening applied inside a session process right after it is forked.
 
 OS level (kernel-enforced): rlimits (AS, CPU, FSIZE, NOFILE, NPROC, CORE),
-an unprivileged per-worker uid that keeps only CAP_DAC_READ_SEARCH (so it can
-still import Python modules but cannot write root-owned files or fork past
-RLIMIT_NPROC=0), ``PR_SET_NO_NEW_PRIVS`` and a parent-death signal. The network
-namespace and the scrubbed environment are set up by the parent when spawning.
+an unprivileged per-worker uid with no capability left in any set (bounding and
+ambient included), ``PR_SET_NO_NEW_PRIVS`` and a parent-death signal. The
+file-system allow-list is :mod:`._sandbox` (Landlock, or a mount namespace); the
+network namespace and the scrubbed environment are set up by the parent.
 
 Python level (best effort, audit hooks installed after all our imports): no
 process creation (fork/exec/spawn/system/subprocess), no signals to other
@@ -23,8 +23,8 @@ import signal
 import sys
 
 _CAPSET_SYSCALL = {"x86_64": 126, "aarch64": 91}
-_CAP_DAC_READ_SEARCH = 2
-_PR_SET_PDEATHSIG, _PR_SET_KEEPCAPS, _PR_SET_NO_NEW_PRIVS = 1, 8, 38
+_PR_SET_PDEATHSIG, _PR_SET_NO_NEW_PRIVS, _PR_CAPBSET_DROP = 1, 38, 24
+_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 
 _BLOCKED = {
     "os.system", "os.fork", "os.forkpty", "os.exec", "os.posix_spawn", "os.spawn",
@@ -65,37 +65,72 @@ def set_rlimits(limits: dict) -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # oversize writes -> OSError(EFBIG)
 
 
-def _capset_read_search(libc) -> bool:
+def _capset_zero(libc) -> None:
     number = _CAPSET_SYSCALL.get(platform.machine())
     if number is None:
-        return False
+        return
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
-    mask = 1 << _CAP_DAC_READ_SEARCH
-    data = (ctypes.c_uint32 * 6)(mask, mask, 0, 0, 0, 0)
-    return libc.syscall(number, header, data) == 0
+    libc.syscall(number, header, (ctypes.c_uint32 * 6)())
 
 
-def drop_privileges(uid: int) -> str:
-    """Switches to ``uid`` keeping only CAP_DAC_READ_SEARCH (when root).
+def _status() -> dict[str, str]:
+    with open("/proc/self/status") as fh:
+        return dict(line.rstrip("\n").split(":\t", 1) for line in fh if ":\t" in line)
+
+
+def drop_privileges(uid: int) -> dict:
+    """Gives up every privilege: uid/gid (when ``uid`` > 0), all capabilities, no_new_privs.
+
+    The bounding and ambient sets are emptied while ``CAP_SETPCAP`` is still held, then the
+    uid changes (which clears the permitted/effective sets) and the sets are zeroed once more
+    for a process that stays uid 0 (root in a user namespace). The result is read back from
+    ``/proc/self/status``, not assumed.
 
     Args:
-        uid: An unprivileged uid/gid owned by no one else.
+        uid: The session uid/gid (a per-worker unprivileged id), or 0 to keep the uid.
 
     Returns:
-        A short description of what was achieved ("uid=...", or why not).
+        ``{"uid", "gid", "groups", "caps", "no_new_privs", "problems"}``; ``problems`` lists
+        what did not hold (empty when everything was dropped).
     """
     libc = ctypes.CDLL(None, use_errno=True)
-    if os.geteuid() != 0 or uid <= 0:
-        libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-        return "not root: privileges unchanged"
-    libc.prctl(_PR_SET_KEEPCAPS, 1, 0, 0, 0)
-    os.setgroups([])
-    os.setgid(uid)
-    os.setuid(uid)
-    kept = _capset_read_search(libc)
+    problems = []
+    had_caps = int(_status().get("CapEff", "0"), 16) != 0
+    if had_caps:
+        for cap in range(_last_cap() + 1):
+            libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
+        libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    if uid > 0:
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+        except OSError as exc:
+            problems.append(f"cannot switch to uid {uid}: {exc}")
+    _capset_zero(libc)
     libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    return f"uid={uid}" + ("" if kept else " (capset failed)")
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # reset by the uid change: set after it
+    status = _status()
+    caps = {k: int(status.get(k, "0"), 16) for k in ("CapInh", "CapPrm", "CapEff", "CapAmb", "CapBnd")}
+    held = [k for k in ("CapInh", "CapPrm", "CapEff", "CapAmb") if caps[k]] + (["CapBnd"] if had_caps and caps["CapBnd"] else [])
+    if held:
+        problems.append("capabilities still held: " + ", ".join(f"{k}={caps[k]:x}" for k in held))
+    if status.get("NoNewPrivs", "0").strip() != "1":
+        problems.append("no_new_privs is not set")
+    ids = (os.getresuid(), os.getresgid())
+    if uid > 0 and not problems and ids != ((uid,) * 3, (uid,) * 3):
+        problems.append(f"ids are {ids}, expected {uid}")
+    return {"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(),
+            "no_new_privs": status.get("NoNewPrivs", "0").strip() == "1",
+            "caps": {k: f"{v:x}" for k, v in caps.items()}, "problems": problems}
+
+
+def _last_cap() -> int:
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as fh:
+            return int(fh.read())
+    except (OSError, ValueError):
+        return 63
 
 
 def _inside(path, root: str, _realpath=os.path.realpath, _fsdecode=os.fsdecode) -> bool:
@@ -140,6 +175,8 @@ def install_audit_hook(root: str) -> None:
             for arg in args:
                 if isinstance(arg, (str, bytes, os.PathLike)) and not inside(arg, root):
                     raise PermissionError(f"sandbox: {event} outside the working directory is not allowed")
+        elif event == "sqlite3.connect" and args and not inside(args[0], root) and args[0] != ":memory:":
+            raise PermissionError("sandbox: sqlite3 databases outside the working directory are not allowed")
         elif event == "object.__setattr__" and len(args) >= 2 and args[1] == "__code__":
             raise PermissionError("sandbox: replacing __code__ is not allowed")
 

@@ -18,7 +18,7 @@ import shutil
 import signal
 import sys
 
-CLEAN_EXIT, PARENT_GONE = 86, 87
+CLEAN_EXIT, PARENT_GONE, HARDENING_FAILED = 86, 87, 88
 ONE_SHOT = {"close", "check"}
 
 
@@ -33,10 +33,34 @@ def _wipe(directory: str) -> None:
                 pass
 
 
-def _serve(in_fd: int, out_fd: int, limits: dict) -> int:
+def _signer(fd: int, key: bytes):
+    """``send(obj)``: one reply frame, authenticated for the host (see :mod:`._reply`)."""
+    from ._reply import signed_frame
+    from .protocol import encode_frame
+
+    seq = iter(range(1 << 62))
+
+    def send(obj: dict) -> None:
+        data = memoryview(signed_frame(key, next(seq), encode_frame(obj)[4:]))
+        while data:
+            data = data[os.write(fd, data):]
+
+    return send
+
+
+def _remove_workdir() -> None:
+    here = os.getcwd()
+    _wipe(here)
+    try:
+        os.rmdir(here)
+    except OSError:
+        pass
+
+
+def _serve(in_fd: int, send, limits: dict) -> int:
     from ._checkfn import run_check
     from ._executor import Executor
-    from .protocol import ProtocolError, read_frame, write_frame
+    from .protocol import ProtocolError, read_frame
 
     ex = Executor(limits)
     handlers = {"load": ex.load, "call": ex.call, "snapshot": lambda r: ex.snapshot(),
@@ -53,28 +77,42 @@ def _serve(in_fd: int, out_fd: int, limits: dict) -> int:
             resp = handler(req) if handler else {"ok": False, "error_type": "protocol", "error": f"bad op {op!r}"}
         except BaseException as exc:  # noqa: BLE001 - report, never die silently
             resp = {"ok": False, "error_type": "internal", "error": f"{type(exc).__name__}: {exc}"}
-        write_frame(out_fd, resp)
+        send(resp)
         if op in ONE_SHOT or (op == "load" and (not resp.get("ok") or req.get("schemas_only"))):
             return CLEAN_EXIT
 
 
-def _session(in_fd: int, out_fd: int, cfg: dict) -> None:
-    from . import _guard
+def _close_other_fds(keep: set[int]) -> None:
+    low = 3
+    for fd in sorted(keep) + [1 << 20]:
+        if fd >= low:
+            os.closerange(low, fd)
+            low = fd + 1
+
+
+def _session(in_fd: int, reply_fd: int, key: bytes, cfg: dict, plan: dict, probe: bool) -> None:
+    """The forked session: confine, drop privileges, harden, serve (or report the posture)."""
+    from . import _confine, _guard
 
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
+    _close_other_fds({in_fd, reply_fd})  # the parent's pipe stays with the host
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
     code = PARENT_GONE
     try:
-        if cfg["drop_privileges"]:
-            try:
-                _guard.drop_privileges(int(cfg.get("uid") or 0))
-            except OSError:
-                pass  # e.g. no CAP_SETUID in this container: rlimits + audit hook still apply
-        _guard.set_rlimits(cfg["limits"])
-        _guard.install_audit_hook(os.getcwd())
-        code = _serve(in_fd, out_fd, cfg["limits"])
+        send = _signer(reply_fd, key)
+        del key
+        posture = _confine.harden(cfg, plan)
+        if probe:
+            send({"posture": posture})
+            code = CLEAN_EXIT
+        elif posture["problems"] and not cfg["limits"].get("allow_weaker_sandbox"):
+            code = HARDENING_FAILED
+        else:
+            _guard.set_rlimits(cfg["limits"])
+            _guard.install_audit_hook(os.getcwd())
+            code = _serve(in_fd, send, cfg["limits"])
     finally:
         os._exit(code)
 
@@ -85,6 +123,8 @@ def _describe(status: int) -> str:
         hint = {signal.SIGSEGV: " (stack overflow?)", signal.SIGXCPU: " (CPU time limit)",
                 signal.SIGKILL: " (killed, possibly out of memory)"}.get(sig, "")
         return f"sandbox process was killed by {signal.Signals(sig).name}{hint}"
+    if os.WEXITSTATUS(status) == HARDENING_FAILED:
+        return "sandbox hardening failed in the session (see the worker's posture)"
     return f"sandbox process exited with status {os.WEXITSTATUS(status)} (os._exit?)"
 
 
@@ -100,7 +140,7 @@ def _preload() -> None:
     import jsonpatch  # noqa: F401
     from pydantic import BaseModel, create_model  # noqa: F401
 
-    from . import _checkfn, _executor, _guard, schema, state  # noqa: F401
+    from . import _checkfn, _confine, _executor, _guard, _landlock, _mountns, _reply, schema, state  # noqa: F401
 
     class _Warm(typing.TypedDict):
         a: int
@@ -108,27 +148,63 @@ def _preload() -> None:
     schema.build_tools(type("W", (), {"f": lambda self, x: _Warm}))
 
 
+def _fork_session(in_fd: int, cfg: dict, plan: dict, probe: bool = False) -> tuple[int, int, bytes]:
+    """Forks one session; returns (pid, read end of its reply pipe, its reply key)."""
+    key = os.urandom(32)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        _session(in_fd, w, key, cfg, plan, probe)
+    os.close(w)
+    return pid, r, key
+
+
+def _probe(in_fd: int, cfg: dict, plan: dict) -> dict:
+    """Runs the hardening once in a throw-away session and returns what it achieved."""
+    from ._reply import Relay
+
+    pid, r, key = _fork_session(in_fd, cfg, plan, probe=True)
+    reply = Relay(r, key, cfg["limits"]["max_frame_bytes"]).next_body()
+    os.close(r)
+    _, status = os.waitpid(pid, 0)
+    if reply is None:
+        return {"problems": [f"the hardening probe failed: {_describe(status)}"], "filesystem": "unknown"}
+    return json.loads(reply)["posture"]
+
+
 def main() -> None:
-    """Host loop: preload, report ready, fork sessions forever."""
+    """Host loop: preload, probe the hardening, report ready, fork sessions forever."""
+    from . import _confine
+    from ._reply import Relay
     from .protocol import write_frame
 
     cfg = json.loads(sys.argv[1])
-    sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
     in_fd, out_fd = os.dup(0), os.dup(1)
     _preload()
+    _confine.scrub_sys_path()
+    sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
+    plan = _confine.plan(os.getcwd())
     gc.collect()
     gc.freeze()
-    write_frame(out_fd, {"ready": True, "pid": os.getpid(), "uid": cfg.get("uid")})
+    posture = _probe(in_fd, cfg, plan)
+    write_frame(out_fd, {"ready": True, "pid": os.getpid(), "uid": cfg.get("uid"), "posture": posture})
     while True:
         _wipe(os.getcwd())
-        pid = os.fork()
-        if pid == 0:
-            _session(in_fd, out_fd, cfg)
+        pid, r, key = _fork_session(in_fd, cfg, plan)
+        relay = Relay(r, key, cfg["limits"]["max_frame_bytes"])
+        forged = not relay.forward(out_fd)
+        if forged:
+            os.kill(pid, signal.SIGKILL)
+        os.close(r)
         _, status = os.waitpid(pid, 0)
-        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == CLEAN_EXIT:
+        if not forged and os.WIFEXITED(status) and os.WEXITSTATUS(status) == CLEAN_EXIT:
             continue
-        if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == PARENT_GONE):
-            write_frame(out_fd, {"ok": False, "crashed": True, "error": _describe(status)})
+        if not forged and os.WIFEXITED(status) and os.WEXITSTATUS(status) == PARENT_GONE:
+            _remove_workdir()  # the parent is gone: nobody else will remove it
+            os._exit(1)
+        error = relay.problem if forged else _describe(status)
+        write_frame(out_fd, {"ok": False, "crashed": True, "error": error})
         os._exit(1)
 
 

@@ -48,7 +48,12 @@ class SandboxLimits(BaseModel):
         max_frame_bytes: Largest protocol frame the parent accepts.
         network_namespace: Run workers under ``unshare -n`` when available.
         drop_privileges: When root, run sessions as a per-worker unprivileged
-            uid (keeping only CAP_DAC_READ_SEARCH so imports still work).
+            uid; every capability is dropped in any case.
+        file_confinement: ``auto`` (Landlock, else a mount namespace when root,
+            else none with a warning), or one of ``landlock``, ``mount_ns``, ``off``.
+        allow_weaker_sandbox: Run even when the hardening did not fully hold
+            (e.g. the uid could not be changed); each weakness is printed and
+            recorded in the run's manifest. Off by default: such a worker fails.
     """
 
     call_timeout_s: float = 5.0
@@ -64,6 +69,8 @@ class SandboxLimits(BaseModel):
     max_frame_bytes: int = 256 << 20
     network_namespace: bool = True
     drop_privileges: bool = True
+    file_confinement: Literal["auto", "landlock", "mount_ns", "off"] = "auto"
+    allow_weaker_sandbox: bool = False
 
 
 class CallResult(BaseModel):

@@ -1,10 +1,14 @@
 """Parent-side handle of one sandbox worker process.
 
-Isolation set up here (OS level): a scrubbed environment (only PATH,
-PYTHONPATH, LANG, HOME/TMPDIR pointing at the private directory), a private
-0700 working directory (owned by the worker's unprivileged uid), a fresh
-network namespace via ``unshare -n`` when available, and its own process
-group so a timeout kills the host and its session together.
+Isolation set up here (OS level): a scrubbed environment (only PATH, LANG,
+HOME/TMPDIR pointing at the private directory; no PYTHONPATH: the host finds the
+runtime through a bootstrap argument and drops the checkout from ``sys.path``), a
+private 0700 working directory (owned by the worker's unprivileged uid), a fresh
+network namespace via ``unshare -n`` when available, and its own process group so
+a timeout kills the host and its session together. The host reports the posture
+its sessions achieve (:mod:`._confine`); a posture with problems is refused unless
+``allow_weaker_sandbox`` is set, and every degradation is printed once and kept
+for the run's manifest (:mod:`.posture`).
 """
 
 from __future__ import annotations
@@ -22,23 +26,28 @@ import threading
 import time
 from typing import Any, Optional
 
+from . import posture
 from .models import SandboxLimits, WorkerError
 from .protocol import FrameChannel, ProtocolError
 
 __all__ = ["Worker", "worker_env", "netns_prefix"]
 
 log = logging.getLogger(__name__)
+WORKDIR_PREFIX = "envscaler-sbx-"
 _PKG_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _UIDS = itertools.count()
 _NETNS: dict[str, Optional[list[str]]] = {}
 _NETNS_LOCK = threading.Lock()
 
 
+_BOOT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
+         "from envscaler_core.runtime._worker import main; main()")
+
+
 def worker_env(workdir: str) -> dict[str, str]:
-    """Minimal environment for a worker: no inherited variables, no secrets."""
+    """Minimal environment for a worker: no inherited variables, no secrets, no PYTHONPATH."""
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "PYTHONPATH": _PKG_ROOT,
         "LANG": "C.UTF-8",
         "HOME": workdir,
         "TMPDIR": workdir,
@@ -64,8 +73,49 @@ def _detect_netns() -> Optional[list[str]]:
     for flags in (["-n"], ["-r", "-n"]):
         if exe and subprocess.run([exe, *flags, "true"], capture_output=True, timeout=10).returncode == 0:
             return [exe, *flags, "--"]
-    log.warning("envscaler sandbox: cannot create network namespaces; relying on the audit hook only")
+    posture.degrade("network", "cannot create a network namespace (unshare -n and unshare -rn failed): "
+                    "TCP is still denied by Landlock where the kernel has ABI >= 4, other traffic only by the audit hook")
     return None
+
+
+def session_uid(limits: SandboxLimits) -> int:
+    """The unprivileged uid/gid a new worker's sessions run as (0: keep the uid, when not root)."""
+    if not (limits.drop_privileges and os.geteuid() == 0):
+        return 0
+    return 200_000 + next(_UIDS) % 100_000 + (os.getpid() % 97) * 100_000
+
+
+def sweep_stale_workdirs() -> list[str]:
+    """Removes the working folders of workers whose parent process no longer exists."""
+    removed = []
+    base = tempfile.gettempdir()
+    for name in os.listdir(base):
+        pid = name[len(WORKDIR_PREFIX):].split("-", 1)[0]
+        if not (name.startswith(WORKDIR_PREFIX) and pid.isdigit()) or _alive(int(pid)):
+            continue
+        shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+        removed.append(name)
+    return removed
+
+
+def _sweep_once() -> None:
+    with _NETNS_LOCK:
+        if _NETNS.get("swept") is None:
+            _NETNS["swept"] = []
+            try:
+                _NETNS["swept"] = sweep_stale_workdirs()
+            except OSError as exc:  # pragma: no cover - an unreadable temp folder
+                log.warning("could not sweep stale sandbox folders: %s", exc)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class Worker:
@@ -77,11 +127,13 @@ class Worker:
 
     def __init__(self, limits: SandboxLimits) -> None:
         self.limits = limits
-        self.workdir = tempfile.mkdtemp(prefix="envscaler-sbx-")
+        _sweep_once()
+        self.workdir = tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-")
         self.uid = self._prepare_dir()
         cfg = {"limits": limits.model_dump(), "uid": self.uid, "drop_privileges": limits.drop_privileges}
         prefix = netns_prefix() if limits.network_namespace else None
-        cmd = [*(prefix or []), sys.executable, "-s", "-m", "envscaler_core.runtime._worker", json.dumps(cfg)]
+        cmd = [*(prefix or []), sys.executable, "-s", "-c", _BOOT, _PKG_ROOT, json.dumps(cfg)]
+        self.posture: dict = {}
         self._stderr = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
@@ -93,10 +145,9 @@ class Worker:
 
     def _prepare_dir(self) -> int:
         os.chmod(self.workdir, 0o700)
-        if not (self.limits.drop_privileges and os.geteuid() == 0):
-            return 0
-        uid = 200_000 + next(_UIDS) % 100_000 + (os.getpid() % 97) * 100_000
-        os.chown(self.workdir, uid, uid)
+        uid = session_uid(self.limits)
+        if uid and os.geteuid() == 0:
+            os.chown(self.workdir, uid, uid)
         return uid
 
     @property
@@ -113,6 +164,14 @@ class Worker:
         if not msg.get("ready"):
             self.kill()
             raise WorkerError(f"unexpected hello from worker: {msg!r}", "worker_crashed")
+        self.posture = msg.get("posture") or {"problems": ["the worker reported no posture"]}
+        problems = self.posture.get("problems") or []
+        if problems and not self.limits.allow_weaker_sandbox:
+            self.kill()
+            raise WorkerError("sandbox hardening failed: " + "; ".join(problems) + ". Fix the machine, or accept a "
+                              "weaker sandbox with sandbox limits allow_weaker_sandbox: true (recorded in the "
+                              "run's manifest).", "worker_crashed")
+        posture.record(self.posture)
         self.ready = True
 
     def _stderr_tail(self) -> str:

@@ -202,8 +202,9 @@ def test_other_escapes_blocked(sandbox_pool, body):
 
 
 def test_runs_unprivileged_without_network(sandbox_pool):
-    body = "return {'success': True, 'data': [os.getuid(), sorted(l.split(':')[0].strip() for l in open('/proc/net/dev').read().splitlines()[2:])]}"
-    session = sandbox_pool.open_session(hostile(body, imports="import os"), "Hostile")
+    # /proc is outside the session's file allow-list; the interface list comes from a netlink call.
+    body = "return {'success': True, 'data': [os.getuid(), sorted(name for _, name in socket.if_nameindex())]}"
+    session = sandbox_pool.open_session(hostile(body, imports="import os, socket"), "Hostile")
     try:
         uid, ifaces = session.call("attack").observation["data"]
     finally:

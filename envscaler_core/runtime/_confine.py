@@ -1,0 +1,130 @@
+"""What a session may touch, and the kernel confinement that enforces it.
+
+:func:`plan` runs once in the host (after its imports): the folders a session may read (the
+Python installation, the shared libraries it loads, the runtime's own modules, time-zone data)
+and the one it may write (its private folder). :func:`harden` runs in each freshly forked
+session, in this order:
+
+1. file system: a Landlock ruleset (read-only on the plan's folders, read/write on the private
+   folder, no ``execve`` anywhere, TCP bind/connect denied with ABI >= 4, signals and abstract
+   unix sockets scoped with ABI >= 6); when the session uid cannot enter a folder above the
+   Python installation (``/root/.pyenv``), that folder is covered by a mount namespace that
+   binds back only the installation. Without Landlock: the mount namespace alone (root), or
+   nothing, reported as ``filesystem: "none"``;
+2. privileges: :func:`._guard.drop_privileges` (uid/gid, every capability, no_new_privs);
+3. the Landlock ruleset is applied (it needs no_new_privs).
+
+It returns the *posture* (what holds, read back from the kernel where it can be); a posture
+with ``problems`` is refused by the parent unless ``allow_weaker_sandbox`` is set.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from typing import Optional
+
+from . import _guard, _landlock, _mountns
+
+__all__ = ["plan", "harden", "checkout_root"]
+
+_RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__))
+_SHARED_LIBS = ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib", "/etc/ld.so.cache"]
+_DATA = ["/usr/share/zoneinfo", "/etc/localtime", "/dev/urandom", "/dev/zero"]
+_SECRET_PLACES = ["/root", "/home", "/tmp", "/var/tmp", "/dev/shm", "/mnt", "/media", "/srv", "/run"]
+
+
+def checkout_root() -> Optional[str]:
+    """The source checkout the runtime was imported from (None for an installed package)."""
+    root = os.path.dirname(os.path.dirname(_RUNTIME_DIR))
+    return root if os.path.exists(os.path.join(root, "pyproject.toml")) else None
+
+
+def _beneath(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def python_paths() -> list[str]:
+    """The Python installation: standard library, lib-dynload, site-packages, and the venv."""
+    paths = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    paths |= {os.path.join(p, "lib") for p in (sys.base_prefix, sys.base_exec_prefix)}
+    paths |= {sys.prefix}
+    return sorted(os.path.realpath(p) for p in paths)
+
+
+def plan(workdir: str) -> dict:
+    """Folders a session may read / write (computed once in the host)."""
+    checkout = checkout_root()
+    read = python_paths() + [_RUNTIME_DIR] + _SHARED_LIBS + _DATA
+    if checkout:  # never a folder that contains the checkout (it would allow its .env)
+        read = [p for p in read if not _beneath(checkout, p) or p == _RUNTIME_DIR]
+    return {"read": read, "write": [os.path.realpath(workdir)], "checkout": checkout}
+
+
+def scrub_sys_path() -> None:
+    """Drops the checkout from ``sys.path`` and the editable-install finder from ``sys.meta_path``."""
+    checkout = checkout_root()
+    prefix = os.path.realpath(sys.prefix)
+    if checkout:
+        sys.path[:] = [p for p in sys.path if not _beneath(os.path.realpath(p or "."), checkout)
+                       or _beneath(os.path.realpath(p), prefix)]
+    sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")
+                        and "__editable__" not in getattr(f, "__name__", "")]
+    sys.path_importer_cache.clear()
+
+
+def _mode(requested: str, abi: int, root: bool) -> str:
+    if requested != "auto":
+        return requested
+    return "landlock" if abi >= 1 else "mount_ns" if root else "none"
+
+
+def _landlock_ruleset(read: list[str], write: list[str]) -> _landlock.Ruleset:
+    ruleset = _landlock.Ruleset(deny_tcp=True, scope=True)
+    ruleset.allow(read, _landlock.READ)
+    ruleset.allow(write, _landlock.READ_WRITE)
+    ruleset.allow([os.devnull], _landlock.READ | _landlock.WRITE_FILE | _landlock.TRUNCATE | _landlock.IOCTL_DEV)
+    return ruleset
+
+
+def harden(cfg: dict, plan_: dict) -> dict:
+    """Confines this (freshly forked, single-threaded) session; returns its posture.
+
+    Args:
+        cfg: The worker config (``uid``, ``drop_privileges``, ``limits``).
+        plan_: :func:`plan`'s folders.
+    """
+    uid = int(cfg.get("uid") or 0) if cfg.get("drop_privileges", True) else 0
+    requested = cfg["limits"].get("file_confinement", "auto")
+    root = os.geteuid() == 0
+    abi = _landlock.abi_version()
+    mode = _mode(requested, abi, root)
+    posture: dict = {"filesystem": mode, "landlock_abi": abi, "problems": [], "hidden": []}
+    ruleset = None
+    read, write = plan_["read"], plan_["write"]
+    try:
+        if mode == "landlock":
+            ruleset = _landlock_ruleset(read, write)
+            posture.update(tcp="denied by Landlock" if abi >= 4 else "not covered by Landlock (ABI < 4)",
+                           scoped_signals=abi >= 6, scoped_abstract_sockets=abi >= 6)
+            if uid > 0:  # the session uid must still be able to enter the Python installation
+                blocked = {a for a in (_mountns.untraversable_ancestor(p, uid) for p in read) if a}
+                if blocked:
+                    posture["hidden"] = _mountns.hide(blocked, [(p, False) for p in read] + [(w, True) for w in write])
+        elif mode == "mount_ns":
+            hidden = _SECRET_PLACES + ([plan_["checkout"]] if plan_.get("checkout") else [])
+            keep = [(p, False) for p in read] + [(w, True) for w in write]
+            posture["hidden"] = _mountns.hide(hidden, keep)
+        elif requested != "off":
+            posture["warning"] = "reads are not confined: no Landlock on this kernel and not root (no mount namespace)"
+    except OSError as exc:
+        posture["problems"].append(f"file-system confinement ({mode}) failed: {exc}")
+    posture["privileges"] = _guard.drop_privileges(uid)
+    posture["problems"] += posture["privileges"]["problems"]
+    if ruleset is not None:
+        try:
+            ruleset.restrict()
+        except OSError as exc:
+            posture["problems"].append(f"Landlock restrict_self failed: {exc}")
+    return posture
