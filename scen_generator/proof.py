@@ -16,10 +16,10 @@ from typing import Optional
 
 from envscaler_core.artifacts import ChecklistItem, CheckOutcome, EnvSpec, Scenario, ValidationReport
 from envscaler_core.runtime import EnvLoadError, Replay, Sandbox, state_hash
+from envscaler_core.runtime.purity import purity_problems
 from envscaler_core.scoring import Scorer, share_true
 
 from scen_generator.mutants import make_mutants
-from scen_generator.purity import purity_problems
 
 
 @dataclass

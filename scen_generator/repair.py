@@ -19,7 +19,7 @@ from envscaler_core.runtime import Sandbox
 from scen_generator.checkers import generate_checker
 from scen_generator.config import ScenGeneratorConfig
 from scen_generator.proof import Proof, prove, record_values
-from scen_generator.purity import purity_problems
+from envscaler_core.runtime.purity import purity_problems
 from scen_generator.reference import generate_reference
 
 _FRESH_TEMPERATURE = 0.8

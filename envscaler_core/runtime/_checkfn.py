@@ -1,4 +1,9 @@
-"""Worker-side execution of one checker function (runs in the sandbox)."""
+"""Worker-side execution of one checker function (runs in the sandbox).
+
+Every checker (and rule predicate) first meets the purity rules (:mod:`.purity`), then runs
+compiled by RestrictedPython (:mod:`._restricted`), whatever produced it: the generation-time
+proof, a released or hand-edited ``scenarios.jsonl``, or skel_builder's predicates.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ import inspect
 from typing import Any, Callable, Optional
 
 from ._executor import CHECK_FILE, SoftTimeout, deadline, exec_source, short_traceback
+from ._restricted import checker_globals, compile_checker
+from .purity import purity_problems
 from .state import UnserializableError, state_hash
 
 
@@ -45,10 +52,13 @@ def run_check(req: dict) -> dict:
     """
     final, initial = req["final_state"], req["initial_state"]
     before = (_hash(final), _hash(initial))
-    namespace = {"__name__": "envscaler_checker", "initial_state": initial}
+    problems = purity_problems(req["source"])
+    if problems:
+        return _result("error", "checker is not pure: " + "; ".join(problems))
+    namespace = checker_globals(__name__="envscaler_checker", initial_state=initial)
     try:
         with deadline(req["timeout_s"]):
-            error = exec_source(req["source"], CHECK_FILE, namespace)
+            error = exec_source(req["source"], CHECK_FILE, namespace, compile_checker)
             if error:
                 return _result("error", f"checker failed to load: {error['error']}")
             func = _find(namespace)

@@ -58,10 +58,10 @@ def _fail(error_type: str, error: str) -> dict:
     return {"ok": False, "error_type": error_type, "error": error}
 
 
-def exec_source(code: str, filename: str, namespace: dict) -> Optional[dict]:
-    """Compiles and runs ``code`` in ``namespace``; returns an error dict or None."""
+def exec_source(code: str, filename: str, namespace: dict, compiler: Any = compile) -> Optional[dict]:
+    """Compiles (with ``compiler``) and runs ``code`` in ``namespace``; returns an error dict or None."""
     try:
-        compiled = compile(code, filename, "exec")
+        compiled = compiler(code, filename, "exec")
     except (SyntaxError, ValueError) as exc:
         return _fail("syntax_error", "".join(traceback.format_exception_only(type(exc), exc)).strip())
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)

@@ -137,10 +137,12 @@ def _preload() -> None:
     typing.TypedDict = typing_extensions.TypedDict  # type: ignore[misc]
     import collections, copy, dataclasses, datetime, decimal, enum, functools, hashlib  # noqa: E401,F401
     import itertools, math, random, re, statistics, string, time, uuid  # noqa: E401,F401
+    import _strptime, sqlite3, zoneinfo  # noqa: E401,F401 - lazily imported by honest code
     import jsonpatch  # noqa: F401
+    import RestrictedPython  # noqa: F401
     from pydantic import BaseModel, create_model  # noqa: F401
 
-    from . import _checkfn, _confine, _executor, _guard, _landlock, _mountns, _reply, schema, state  # noqa: F401
+    from . import _checkfn, _confine, _executor, _guard, _landlock, _mountns, _reply, _restricted, purity, schema, state  # noqa: F401
 
     class _Warm(typing.TypedDict):
         a: int

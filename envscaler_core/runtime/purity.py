@@ -1,7 +1,10 @@
 """Static purity check of checker code: no I/O, no imports beyond pure helpers, no globals.
 
+Applied by the sandbox to every checker and rule predicate it runs (:mod:`._checkfn`), so a
+released or hand-edited ``scenarios.jsonl`` meets the same rules as ``scen_generator``'s proof.
 Mutation of the states is caught at run time by the sandbox (it hashes the inputs); this catches
 what running on one input may not reveal (a file read, a network import, a ``global`` counter).
+The checker is then compiled with restricted semantics (:mod:`._restricted`).
 """
 from __future__ import annotations
 
