@@ -91,6 +91,7 @@ class ScriptedServer:
         self.fault_rate, self.fault_kinds = fault_rate, tuple(faults)
         self.latency_s, self.timeout_sleep_s = latency_s, timeout_sleep_s
         self.requests: list[dict[str, Any]] = []
+        self.in_flight = self.max_in_flight = 0  # chat requests being answered now / at most at once
         self.faults_served: list[str] = []
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -224,6 +225,16 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             if self.path.rstrip("/") != "/v1/chat/completions":
                 self._send(404, b'{"error": {"message": "not found"}}')
                 return
+            with server._lock:
+                server.in_flight += 1
+                server.max_in_flight = max(server.max_in_flight, server.in_flight)
+            try:
+                self._answer(request)
+            finally:
+                with server._lock:
+                    server.in_flight -= 1
+
+        def _answer(self, request: dict) -> None:
             reply = server.next_reply(request)
             if server.latency_s:
                 time.sleep(server.latency_s)

@@ -124,7 +124,8 @@ def test_prose_mentioning_unknown_tool_stays_text(scripted):
 
 
 def test_concurrency_is_bounded(scripted):
-    scripted.latency_s = 0.05
+    """The server counts requests in flight: exactly the bound, never more (nor serialised)."""
+    scripted.latency_s = 0.2
     client = LLMClient(scripted.config(concurrency=2))
 
     async def many():
@@ -132,3 +133,5 @@ def test_concurrency_is_bounded(scripted):
 
     assert len(run(many())) == 6
     assert client.meter.total().calls == 6
+    assert scripted.max_in_flight == 2
+    assert scripted.in_flight == 0

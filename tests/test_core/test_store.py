@@ -1,5 +1,6 @@
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -49,22 +50,30 @@ def test_torn_tail_from_a_crash_is_skipped_and_repaired(tmp_path):
     assert path.read_text().count("\n") == 2
 
 
-def test_writer_killed_mid_run_never_breaks_the_reader(tmp_path):
+def test_writer_killed_during_a_write_never_breaks_the_reader(tmp_path):
+    """The kernel kills the writer in the middle of a line (SIGXFSZ once RLIMIT_FSIZE is reached)."""
     path = tmp_path / "tasks.jsonl"
     script = textwrap.dedent(f"""
-        import os, signal
+        import os, resource, signal
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # Python ignores it by default
         from envscaler_core.artifacts import SourceTask
         from envscaler_core.store import JsonlStore
         store = JsonlStore({str(path)!r}, SourceTask)
-        for i in range(100000):
+        for i in range(51):
             store.append(SourceTask(id=str(i), task="x" * 2000))
-            if i == 50:
-                os.kill(os.getpid(), signal.SIGKILL)
+        size = os.path.getsize({str(path)!r})
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size + 1000, size + 1000))
+        store.append(SourceTask(id="torn", task="y" * 5000))  # 1000 bytes land, then the kernel kills it
+        raise SystemExit("not killed")
     """)
     proc = subprocess.run([sys.executable, "-c", script], cwd=os.getcwd())
-    assert proc.returncode == -9
-    records = JsonlStore(path, SourceTask).read_all()
-    assert [r.id for r in records] == [str(i) for i in range(51)]
+    assert proc.returncode == -signal.SIGXFSZ
+    data = path.read_bytes()
+    assert not data.endswith(b"\n") and data.rsplit(b"\n", 1)[1].startswith(b'{"id":"torn"')  # a real torn line
+    store = JsonlStore(path, SourceTask)
+    assert [r.id for r in store.read_all()] == [str(i) for i in range(51)]
+    store.append(SourceTask(id="after", task="z"))
+    assert [r.id for r in store.read_all()][-2:] == ["50", "after"]
 
 
 def test_resume_helpers_by_id(tmp_path):
