@@ -174,23 +174,26 @@ def test_reads_outside_the_allow_list_are_denied_by_the_kernel(sandbox_pool):
     assert _call(sandbox_pool, _read_attempt("'/etc/hostname'")).observation["data"].startswith("denied")
 
 
-def test_mount_namespace_fallback(tmp_path):
+def test_mount_namespace_fallback():
+    """The fallback for kernels without Landlock: only root (or root in the worker's user namespace) has it."""
     limits = FAST_LIMITS.model_copy(update={"file_confinement": "mount_ns"})
-    if os.geteuid() != 0:  # no mount namespace without root: the worker refuses to run weaker
-        with WorkerPool(1, limits) as pool, pytest.raises(Exception, match="hardening failed"):
-            _call(pool, "return {'success': True}")
-        return
     secret = os.path.join(CHECKOUT, f".env-integrity-test-{uuid.uuid4().hex[:8]}")
     with open(secret, "w") as fh:
         fh.write("OPENAI_API_KEY=sk-x")
     try:
         with WorkerPool(1, limits) as pool:
             data = _call(pool, _read_attempt(repr(secret))).observation["data"]
-            write = _call(pool, "open('x', 'w').write('ok')\nimport json\nreturn {'success': True, 'data': json.dumps(open('x').read())}")
+            write = _call(pool, "open('x', 'w').write('ok')\nreturn {'success': True, 'data': open('x').read()}")
+            worker = pool.acquire()
+            hidden = worker.posture["hidden"]
+            pool.release(worker)
+    except Exception as exc:  # noqa: BLE001 - without any root the worker must refuse, not run weaker
+        assert os.geteuid() != 0 and "hardening failed" in str(exc), exc
+        return
     finally:
         os.unlink(secret)
-    assert data.startswith("denied")
-    assert write.observation["data"] == '"ok"'
+    assert data.startswith("denied") and write.observation["data"] == "ok"
+    assert os.path.realpath(CHECKOUT) in hidden or any(CHECKOUT.startswith(h + "/") for h in hidden)
 
 
 # --- item 2: privileges really dropped --------------------------------------------------------
