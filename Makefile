@@ -9,7 +9,7 @@ PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 EVAL_VENV ?= .venv-eval
 NOT_EVAL := --ignore=tests/test_evaluation
 
-.PHONY: setup setup-eval test-eval test-eval-embedded demo test test-embedded test-browser test-train test-ray test-all bench serve setup-train setup-browser clean
+.PHONY: test-sandbox-user setup setup-eval test-eval test-eval-embedded demo test test-embedded test-browser test-train test-ray test-all bench serve setup-train setup-browser clean
 
 setup: $(VENV)/.installed
 
@@ -30,6 +30,10 @@ serve: setup
 # The default tier: scripted server, sandbox, artifacts. Fast.
 test: setup
 	$(PYTEST) $(NOT_EVAL) -m "not embedded and not train and not vllm and not browser and not ray"
+
+# The sandbox's hostile-code tests again as a throw-away unprivileged user (useradd when root).
+test-sandbox-user: setup
+	$(PY) tests/as_user.py
 
 test-embedded: setup
 	$(PYTEST) $(NOT_EVAL) -m embedded

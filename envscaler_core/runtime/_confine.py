@@ -1,18 +1,19 @@
 """What a session may touch, and the kernel confinement that enforces it.
 
-:func:`plan` runs once in the host (after its imports): the folders a session may read (the
-Python installation, the shared libraries it loads, the runtime's own modules, time-zone data)
-and the one it may write (its private folder). :func:`harden` runs in each freshly forked
-session, in this order:
+:func:`plan` and :func:`prepare` run once in the host (after its imports): the folders a
+session may read (the Python installation, the shared libraries it loads, the runtime's own
+modules, time-zone data) and the one it may write (its private folder), built into:
 
 1. file system: a Landlock ruleset (read-only on the plan's folders, read/write on the private
    folder, no ``execve`` anywhere, TCP bind/connect denied with ABI >= 4, signals and abstract
    unix sockets scoped with ABI >= 6); when the session uid cannot enter a folder above the
    Python installation (``/root/.pyenv``), that folder is covered by a mount namespace that
    binds back only the installation. Without Landlock: the mount namespace alone (root), or
-   nothing, reported as ``filesystem: "none"``;
-2. privileges: :func:`._guard.drop_privileges` (uid/gid, every capability, no_new_privs);
-3. the Landlock ruleset is applied (it needs no_new_privs).
+   nothing, reported as ``filesystem: "none"``.
+
+:func:`harden` runs in each freshly forked session: :func:`._guard.drop_privileges` (uid/gid,
+every capability, no_new_privs), then the inherited ruleset is applied (it needs no_new_privs)
+and its descriptor closed.
 
 It returns the *posture* (what holds, read back from the kernel where it can be); a posture
 with ``problems`` is refused by the parent unless ``allow_weaker_sandbox`` is set.
@@ -27,7 +28,7 @@ from typing import Optional
 
 from . import _guard, _landlock, _mountns
 
-__all__ = ["plan", "harden", "checkout_root"]
+__all__ = ["plan", "prepare", "harden", "checkout_root"]
 
 _RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__))
 _SHARED_LIBS = ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib", "/etc/ld.so.cache"]
@@ -88,43 +89,46 @@ def _landlock_ruleset(read: list[str], write: list[str]) -> _landlock.Ruleset:
     return ruleset
 
 
-def harden(cfg: dict, plan_: dict) -> dict:
-    """Confines this (freshly forked, single-threaded) session; returns its posture.
-
-    Args:
-        cfg: The worker config (``uid``, ``drop_privileges``, ``limits``).
-        plan_: :func:`plan`'s folders.
-    """
+def prepare(cfg: dict, plan_: dict) -> dict:
+    """Host side, once per worker: the Landlock ruleset (inherited by every session) and any mount
+    namespace (entered by the host itself, so sessions start inside it)."""
     uid = int(cfg.get("uid") or 0) if cfg.get("drop_privileges", True) else 0
     requested = cfg["limits"].get("file_confinement", "auto")
-    root = os.geteuid() == 0
     abi = _landlock.abi_version()
-    mode = _mode(requested, abi, root)
-    posture: dict = {"filesystem": mode, "landlock_abi": abi, "problems": [], "hidden": []}
-    ruleset = None
+    mode = _mode(requested, abi, os.geteuid() == 0)
+    prepared: dict = {"uid": uid, "ruleset": None,
+                      "posture": {"filesystem": mode, "landlock_abi": abi, "problems": [], "hidden": []}}
+    posture = prepared["posture"]
     read, write = plan_["read"], plan_["write"]
+    keep = [(p, False) for p in read] + [(w, True) for w in write]
     try:
         if mode == "landlock":
-            ruleset = _landlock_ruleset(read, write)
+            prepared["ruleset"] = _landlock_ruleset(read, write)
             posture.update(tcp="denied by Landlock" if abi >= 4 else "not covered by Landlock (ABI < 4)",
                            scoped_signals=abi >= 6, scoped_abstract_sockets=abi >= 6)
             if uid > 0:  # the session uid must still be able to enter the Python installation
                 blocked = {a for a in (_mountns.untraversable_ancestor(p, uid) for p in read) if a}
                 if blocked:
-                    posture["hidden"] = _mountns.hide(blocked, [(p, False) for p in read] + [(w, True) for w in write])
+                    posture["hidden"] = _mountns.hide(blocked, keep)
         elif mode == "mount_ns":
             hidden = _SECRET_PLACES + ([plan_["checkout"]] if plan_.get("checkout") else [])
-            keep = [(p, False) for p in read] + [(w, True) for w in write]
             posture["hidden"] = _mountns.hide(hidden, keep)
         elif requested != "off":
             posture["warning"] = "reads are not confined: no Landlock on this kernel and not root (no mount namespace)"
     except OSError as exc:
         posture["problems"].append(f"file-system confinement ({mode}) failed: {exc}")
-    posture["privileges"] = _guard.drop_privileges(uid)
+    return prepared
+
+
+def harden(prepared: dict) -> dict:
+    """Session side: drops every privilege, then applies the host's Landlock ruleset; returns
+    the posture (what holds, read back from the kernel)."""
+    posture = {**prepared["posture"], "problems": list(prepared["posture"]["problems"])}
+    posture["privileges"] = _guard.drop_privileges(prepared["uid"])
     posture["problems"] += posture["privileges"]["problems"]
-    if ruleset is not None:
+    if prepared["ruleset"] is not None:
         try:
-            ruleset.restrict()
+            prepared["ruleset"].restrict()
         except OSError as exc:
             posture["problems"].append(f"Landlock restrict_self failed: {exc}")
     return posture

@@ -90,20 +90,21 @@ def _close_other_fds(keep: set[int]) -> None:
             low = fd + 1
 
 
-def _session(in_fd: int, reply_fd: int, key: bytes, cfg: dict, plan: dict, probe: bool) -> None:
+def _session(in_fd: int, reply_fd: int, key: bytes, cfg: dict, prepared: dict, probe: bool) -> None:
     """The forked session: confine, drop privileges, harden, serve (or report the posture)."""
     from . import _confine, _guard
 
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
-    _close_other_fds({in_fd, reply_fd})  # the parent's pipe stays with the host
+    ruleset = prepared["ruleset"]
+    _close_other_fds({in_fd, reply_fd, ruleset.fd if ruleset else -1})  # the parent's pipe stays with the host
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
     code = PARENT_GONE
     try:
         send = _signer(reply_fd, key)
         del key
-        posture = _confine.harden(cfg, plan)
+        posture = _confine.harden(prepared)
         if probe:
             send({"posture": posture})
             code = CLEAN_EXIT
@@ -150,23 +151,23 @@ def _preload() -> None:
     schema.build_tools(type("W", (), {"f": lambda self, x: _Warm}))
 
 
-def _fork_session(in_fd: int, cfg: dict, plan: dict, probe: bool = False) -> tuple[int, int, bytes]:
+def _fork_session(in_fd: int, cfg: dict, prepared: dict, probe: bool = False) -> tuple[int, int, bytes]:
     """Forks one session; returns (pid, read end of its reply pipe, its reply key)."""
     key = os.urandom(32)
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(r)
-        _session(in_fd, w, key, cfg, plan, probe)
+        _session(in_fd, w, key, cfg, prepared, probe)
     os.close(w)
     return pid, r, key
 
 
-def _probe(in_fd: int, cfg: dict, plan: dict) -> dict:
+def _probe(in_fd: int, cfg: dict, prepared: dict) -> dict:
     """Runs the hardening once in a throw-away session and returns what it achieved."""
     from ._reply import Relay
 
-    pid, r, key = _fork_session(in_fd, cfg, plan, probe=True)
+    pid, r, key = _fork_session(in_fd, cfg, prepared, probe=True)
     reply = Relay(r, key, cfg["limits"]["max_frame_bytes"]).next_body()
     os.close(r)
     _, status = os.waitpid(pid, 0)
@@ -176,6 +177,16 @@ def _probe(in_fd: int, cfg: dict, plan: dict) -> dict:
 
 
 def main() -> None:
+    """Host entry point: runs :func:`_host`; a host that fails (e.g. its parent vanished while it
+    was starting: ``BrokenPipeError``) removes its own folder, since nobody else may."""
+    try:
+        _host()
+    except BaseException:  # noqa: BLE001
+        _remove_workdir()
+        os._exit(1)
+
+
+def _host() -> None:
     """Host loop: preload, probe the hardening, report ready, fork sessions forever."""
     from . import _confine
     from ._reply import Relay
@@ -186,14 +197,14 @@ def main() -> None:
     _preload()
     _confine.scrub_sys_path()
     sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
-    plan = _confine.plan(os.getcwd())
+    prepared = _confine.prepare(cfg, _confine.plan(os.getcwd()))
     gc.collect()
     gc.freeze()
-    posture = _probe(in_fd, cfg, plan)
+    posture = _probe(in_fd, cfg, prepared)
     write_frame(out_fd, {"ready": True, "pid": os.getpid(), "uid": cfg.get("uid"), "posture": posture})
     while True:
         _wipe(os.getcwd())
-        pid, r, key = _fork_session(in_fd, cfg, plan)
+        pid, r, key = _fork_session(in_fd, cfg, prepared)
         relay = Relay(r, key, cfg["limits"]["max_frame_bytes"])
         forged = not relay.forward(out_fd)
         if forged:
