@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, Field
@@ -54,6 +55,7 @@ class SandboxLimits(BaseModel):
         allow_weaker_sandbox: Run even when the hardening did not fully hold
             (e.g. the uid could not be changed); each weakness is printed and
             recorded in the run's manifest. Off by default: such a worker fails.
+            Defaults to on when ``ENVSCALER_ALLOW_WEAKER_SANDBOX=1`` (for every stage's pools).
     """
 
     call_timeout_s: float = 5.0
@@ -70,7 +72,7 @@ class SandboxLimits(BaseModel):
     network_namespace: bool = True
     drop_privileges: bool = True
     file_confinement: Literal["auto", "landlock", "mount_ns", "off"] = "auto"
-    allow_weaker_sandbox: bool = False
+    allow_weaker_sandbox: bool = Field(default_factory=lambda: os.environ.get("ENVSCALER_ALLOW_WEAKER_SANDBOX", "") == "1")
 
 
 class CallResult(BaseModel):

@@ -169,7 +169,7 @@ class Worker:
         if problems and not self.limits.allow_weaker_sandbox:
             self.kill()
             raise WorkerError("sandbox hardening failed: " + "; ".join(problems) + ". Fix the machine, or accept a "
-                              "weaker sandbox with sandbox limits allow_weaker_sandbox: true (recorded in the "
+                              "weaker sandbox with ENVSCALER_ALLOW_WEAKER_SANDBOX=1 or SandboxLimits(allow_weaker_sandbox=True) (recorded in the "
                               "run's manifest).", "worker_crashed")
         posture.record(self.posture)
         self.ready = True

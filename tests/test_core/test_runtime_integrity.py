@@ -217,7 +217,9 @@ def test_a_failed_privilege_drop_is_an_error_unless_allowed(monkeypatch, capsys)
     monkeypatch.setattr(worker_mod, "session_uid", lambda limits: 4294967295)  # setresuid(-1): no change
     with WorkerPool(1, FAST_LIMITS) as pool, pytest.raises(Exception, match="hardening failed"):
         _call(pool, "return {'success': True}")
-    weaker = FAST_LIMITS.model_copy(update={"allow_weaker_sandbox": True})
+    monkeypatch.setenv("ENVSCALER_ALLOW_WEAKER_SANDBOX", "1")  # the opt-in every stage's pools see
+    weaker = SandboxLimits(**FAST_LIMITS.model_dump(exclude={"allow_weaker_sandbox"}))
+    assert weaker.allow_weaker_sandbox
     with WorkerPool(1, weaker) as pool:
         assert _call(pool, "return {'success': True}").ok
     assert "weaker sandbox" in capsys.readouterr().err
