@@ -3,7 +3,7 @@
 OS level (kernel-enforced): rlimits (AS, CPU, FSIZE, NOFILE, NPROC, CORE),
 an unprivileged per-worker uid with no capability left in any set (bounding and
 ambient included), ``PR_SET_NO_NEW_PRIVS`` and a parent-death signal. The
-file-system allow-list is :mod:`._sandbox` (Landlock, or a mount namespace); the
+file-system allow-list is :mod:`._confine` (Landlock, or a mount namespace); the
 network namespace and the scrubbed environment are set up by the parent.
 
 Python level (best effort, audit hooks installed after all our imports): no

@@ -10,7 +10,7 @@ through :func:`guarded_getattr`, every import through :func:`guarded_import`, it
 - functions that evaluate strings as unrestricted code (``typing.get_type_hints``,
   ``typing.ForwardRef``) are refused; ``str.format``/``string.Formatter`` (attribute lookups
   inside format strings) and frame/generator internals are refused by RestrictedPython's own
-  ``safer_getattr``;
+  ``safer_getattr``, except ``"...".format`` with plain fields (``{}``, ``{0}``, ``{n:>3}``);
 - the builtins are a fixed list of pure ones (no ``open``, ``type``, ``vars``, ``globals``).
 
 So a checker cannot reach a file descriptor, a frame or the reply channel: the only thing it can
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import builtins
 import operator
+import string
 import types
 from typing import Any
 
@@ -64,8 +65,21 @@ def _check_value(owner: Any, name: str, value: Any) -> Any:
     return value
 
 
+def _plain_format(template: str):
+    """``template.format`` for plain fields only (``{}``, ``{0}``, ``{name:>5}``): no ``.``/``[]``
+    lookups, which are how format strings reach attributes."""
+    def format_(*args: Any, **kwargs: Any) -> str:
+        for _, field, spec, _ in string.Formatter().parse(template):
+            if field and any(c in field for c in ".[") or spec and "{" in spec:
+                raise ValueError("a checker's format string may not look up attributes or items")
+        return template.format(*args, **kwargs)
+    return format_
+
+
 def guarded_getattr(obj: Any, name: str, default: Any = _RAISE) -> Any:
     """``getattr`` for restricted code: safer_getattr plus the module and internals rules."""
+    if name == "format" and type(obj) is str:
+        return _plain_format(obj)
     try:
         value = safer_getattr(obj, name)
     except AttributeError:

@@ -129,6 +129,7 @@ def test_row4_a_checker_cannot_forge_its_verdict(sandbox_pool, reach):
     "from typing import sys\ndef check_func(f):\n    return sys.modules['os'].getpid() > 0",
     "def check_func(f):\n    g = (x for x in [1])\n    return g.gi_frame.f_back is None",
     "def check_func(f):\n    return '{0.__class__}'.format(f) == ''",
+    "def check_func(f):\n    return '{0[a]}'.format(f) == '1'",
     "import string\ndef check_func(f):\n    return string.Formatter().format('{0.__class__}', f) == ''",
     "import typing\ndef check_func(f):\n    def g(x: 'exec(\"import os\")'): pass\n    return typing.get_type_hints(g) == {}",
     "def check_func(f):\n    return f.__class__.__base__ is object",
@@ -147,9 +148,10 @@ def test_honest_checkers_keep_their_verdicts(sandbox_pool):
         "from datetime import datetime\ndef check_func(final_state):\n"
         "    return datetime.strptime('2026-01-02', '%Y-%m-%d').day == 2 and any(v['status'] == 'out' for v in final_state['books'].values())",
         "def check_func(final_state):\n    seen = {}\n    seen['x'] = [1]\n    seen['x'] += [2]\n    a, b = seen['x']\n    return (a, b) == (1, 2)",
+        "def check_func(final_state):\n    return '{} {n:>3}'.format('a', n=7) == 'a   7'",
     ]
     results = run_checkers(sandbox_pool, sources, {"books": {"b1": {"status": "out"}}}, {"books": {}})
-    assert [r.status for r in results] == ["true", "true", "true"], results
+    assert [r.status for r in results] == ["true"] * 4, results
 
 
 # --- item 1: a kernel-enforced file allow-list -----------------------------------------------
