@@ -8,9 +8,11 @@ network namespace and the scrubbed environment are set up by the parent.
 
 Python level (best effort, audit hooks installed after all our imports): no
 process creation (fork/exec/spawn/system/subprocess), no signals to other
-processes, no sockets, no threads, no ctypes, no writes / deletes / renames
+processes, no sockets, no ctypes, no writes / deletes / renames
 outside the private working directory, no reading other processes' ``/proc``
-entries, no chdir, no patching ``__code__``.
+entries, no chdir, no patching ``__code__``, no sqlite database outside the folder. Threads
+are stopped by the kernel (``RLIMIT_NPROC=0``): ``_thread.start_new_thread`` is no audit
+event on Python 3.11.
 """
 
 from __future__ import annotations
