@@ -311,3 +311,33 @@ def test_a_degraded_network_namespace_is_loud_and_in_the_manifest(monkeypatch, c
     ctx = StageContext("test", StageConfig(out=tmp_path))
     stage = read_json(update_manifest(ctx, {}))["stages"]["test"]
     assert "network" in stage["sandbox"]["degraded"]
+
+
+# --- through the project's command ------------------------------------------------------------
+
+def test_the_call_command_contains_the_table_rows(tmp_path, capsys):
+    from envscaler_core.artifacts import EnvSpec
+    from interact_with_env.__main__ import main
+
+    secret = f"sk-planted-{uuid.uuid4().hex}"
+    planted = os.path.join(CHECKOUT, f".env-integrity-test-{uuid.uuid4().hex[:8]}")
+    db = f"/tmp/integrity-{uuid.uuid4().hex}.db"
+    body = ("out = []\n"
+            "for attempt in (lambda: open(arg).read(), lambda: sqlite3.connect(" + repr(db) + ").execute('create table t (x)')):\n"
+            "    try:\n"
+            "        out.append(str(attempt()))\n"
+            "    except Exception as exc:\n"
+            "        out.append('denied: ' + type(exc).__name__)\n"
+            "return {'success': True, 'data': out}")
+    spec = EnvSpec(id="hostile", env_id="hostile", env_class_name="Hostile", env_class_code=hostile(body, "import sqlite3"))
+    envs = tmp_path / "envs.jsonl"
+    envs.write_text(spec.model_dump_json() + "\n")
+    with open(planted, "w") as fh:
+        fh.write(f"OPENAI_API_KEY={secret}\n")
+    try:
+        assert main(["call", "--envs", str(envs), "--tool", "attack", "--args", json.dumps({"arg": planted})]) == 0
+    finally:
+        os.unlink(planted)
+    out = capsys.readouterr().out
+    assert secret not in out and not os.path.exists(db)
+    assert [x.split(":")[0] for x in json.loads(out)["observation"]["data"]] == ["denied", "denied"]
