@@ -113,8 +113,9 @@ def prepare(cfg: dict, plan_: dict) -> dict:
         elif mode == "mount_ns":
             hidden = _SECRET_PLACES + ([plan_["checkout"]] if plan_.get("checkout") else [])
             posture["hidden"] = _mountns.hide(hidden, keep)
-        elif requested != "off":
-            posture["warning"] = "reads are not confined: no Landlock on this kernel and not root (no mount namespace)"
+        else:
+            posture["warning"] = ("reads are not confined: file_confinement is off" if requested == "off" else
+                                  "reads are not confined: no Landlock on this kernel and not root (no mount namespace)")
     except OSError as exc:
         posture["problems"].append(f"file-system confinement ({mode}) failed: {exc}")
     return prepared

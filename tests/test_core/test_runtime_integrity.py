@@ -341,3 +341,11 @@ def test_the_call_command_contains_the_table_rows(tmp_path, capsys):
     out = capsys.readouterr().out
     assert secret not in out and not os.path.exists(db)
     assert [x.split(":")[0] for x in json.loads(out)["observation"]["data"]] == ["denied", "denied"]
+
+
+def test_unconfined_reads_are_loud_and_in_the_manifest(capsys, monkeypatch):
+    monkeypatch.setitem(posture._STATE, "degraded", {})
+    with WorkerPool(1, FAST_LIMITS.model_copy(update={"file_confinement": "off"})) as pool:
+        assert _call(pool, "return {'success': True}").ok
+    assert "WARNING: envscaler sandbox: reads are not confined" in capsys.readouterr().err
+    assert "filesystem" in posture.report()["degraded"]
