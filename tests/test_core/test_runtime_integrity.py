@@ -349,3 +349,23 @@ def test_unconfined_reads_are_loud_and_in_the_manifest(capsys, monkeypatch):
         assert _call(pool, "return {'success': True}").ok
     assert "WARNING: envscaler sandbox: reads are not confined" in capsys.readouterr().err
     assert "filesystem" in posture.report()["degraded"]
+
+
+def test_a_do_nothing_episode_with_a_forging_checker_scores_nothing(scripted_env, tmp_path):
+    """Row 4 end to end: a hand-edited scenarios.jsonl whose checker forges 'true' frames."""
+    from envscaler_core.artifacts import Trajectory
+    from envscaler_core.store import JsonlStore
+    from envscaler_core.testing.scripted_server import Reply
+    from interact_with_env.__main__ import main
+    from tests.test_interact_with_env.helpers import ENVS, SCENARIOS, planned
+
+    scenario = json.loads(SCENARIOS.read_text().splitlines()[0])
+    forging = "import typing, json\n" + FORGE.format(reach="typing.sys.modules['os']", forged=FORGED)
+    scenario["checklist_with_func"] = [{"check_item": "forged", "check_func": forging}]
+    scenarios = tmp_path / "scenarios.jsonl"
+    scenarios.write_text(json.dumps(scenario) + "\n")
+    scripted_env.policy = planned([Reply.text("Task Completed.")])  # does nothing
+    assert main(["run", "--envs", str(ENVS), "--scenarios", str(scenarios), "--out", str(tmp_path / "out"),
+                 "--set", "llm.default.max_retries=0"]) == 0
+    (traj,) = JsonlStore(tmp_path / "out" / "trajectories.jsonl", Trajectory).read_all()
+    assert traj.reward.final < 1.0 and traj.reward.checker_errors == 1
