@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import builtins
 import operator
+import re
 import string
 import types
 from typing import Any
@@ -39,6 +40,7 @@ _DENIED = {("typing", "get_type_hints"), ("typing", "ForwardRef"), ("typing", "e
 _INTERNALS = (types.FrameType, types.CodeType, types.TracebackType, types.GeneratorType,
               types.CoroutineType, types.AsyncGeneratorType)
 _RAISE = object()
+_PRIVATE_NAME = re.compile(r"^_[A-Za-z0-9]\w*(?<!_)$")
 # Imported by C code on the checker's behalf (datetime.strptime -> _strptime); the source itself
 # cannot name them (the purity rules and RestrictedPython refuse them at compile time).
 _INTERNAL_IMPORTS = {"_strptime", "encodings", "unicodedata"}
@@ -131,7 +133,15 @@ def checker_globals(**names: Any) -> dict:
 
 
 class _CheckerPolicy(RestrictingNodeTransformer):
-    """RestrictedPython's policy, plus ``d[k] += v`` (common in checkers) as ``d[k] = d[k] + v``."""
+    """RestrictedPython's policy, plus two things honest checkers do: ``d[k] += v`` (compiled as
+    ``d[k] = d[k] + v``) and private helper *names* such as ``_norm`` (one leading underscore, not
+    ending in ``_``: the guards ``_getattr_``, ``_write_``... and dunders stay refused; attribute
+    names starting with ``_`` stay refused everywhere)."""
+
+    def check_name(self, node: Any, name: Any, allow_magic_methods: bool = False) -> None:
+        if isinstance(name, str) and _PRIVATE_NAME.match(name):
+            return
+        super().check_name(node, name, allow_magic_methods)
 
     def visit_AugAssign(self, node: ast.AugAssign):
         if isinstance(node.target, (ast.Subscript, ast.Attribute)):

@@ -133,6 +133,8 @@ def test_row4_a_checker_cannot_forge_its_verdict(sandbox_pool, reach):
     "import string\ndef check_func(f):\n    return string.Formatter().format('{0.__class__}', f) == ''",
     "import typing\ndef check_func(f):\n    def g(x: 'exec(\"import os\")'): pass\n    return typing.get_type_hints(g) == {}",
     "def check_func(f):\n    return f.__class__.__base__ is object",
+    "def check_func(f):\n    _getattr_ = lambda o, n: 1\n    return True",
+    "def check_func(f):\n    return __builtins__ is not None",
 ])
 def test_restricted_checkers_refuse_the_ways_out(sandbox_pool, source):
     result = run_checkers(sandbox_pool, [source], {"a": 1}, {"a": 1})[0]
@@ -149,9 +151,10 @@ def test_honest_checkers_keep_their_verdicts(sandbox_pool):
         "    return datetime.strptime('2026-01-02', '%Y-%m-%d').day == 2 and any(v['status'] == 'out' for v in final_state['books'].values())",
         "def check_func(final_state):\n    seen = {}\n    seen['x'] = [1]\n    seen['x'] += [2]\n    a, b = seen['x']\n    return (a, b) == (1, 2)",
         "def check_func(final_state):\n    return '{} {n:>3}'.format('a', n=7) == 'a   7'",
+        "def _norm(text):\n    return text.strip().lower()\ndef check_func(final_state):\n    _seen = _norm(' OUT ')\n    return _seen == 'out'",
     ]
     results = run_checkers(sandbox_pool, sources, {"books": {"b1": {"status": "out"}}}, {"books": {}})
-    assert [r.status for r in results] == ["true"] * 4, results
+    assert [r.status for r in results] == ["true"] * 5, results
 
 
 # --- item 1: a kernel-enforced file allow-list -----------------------------------------------
