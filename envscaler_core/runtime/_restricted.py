@@ -11,7 +11,8 @@ through :func:`guarded_getattr`, every import through :func:`guarded_import`, it
   ``typing.ForwardRef``) are refused; ``str.format``/``string.Formatter`` (attribute lookups
   inside format strings) and frame/generator internals are refused by RestrictedPython's own
   ``safer_getattr``, except ``"...".format`` with plain fields (``{}``, ``{0}``, ``{n:>3}``);
-- the builtins are a fixed list of pure ones (no ``open``, ``type``, ``vars``, ``globals``).
+- the builtins are a fixed list of pure ones (no ``open``, ``vars``, ``globals``; ``type`` only
+  in its one-argument form).
 
 So a checker cannot reach a file descriptor, a frame or the reply channel: the only thing it can
 hand the parent is its return value.
@@ -111,6 +112,11 @@ def guarded_import(name: str, globals_: Any = None, locals_: Any = None, fromlis
     return module
 
 
+def _type_of(obj: Any) -> type:
+    """``type(x)`` (checkers compare types); the three-argument form that makes classes is not offered."""
+    return type(obj)
+
+
 def _write(obj: Any) -> Any:
     if type(obj) in (dict, list, set, bytearray):
         return obj
@@ -125,7 +131,7 @@ def checker_globals(**names: Any) -> dict:
     """A fresh global namespace for one restricted checker (plus ``names``)."""
     allowed = {k: v for k, v in safe_builtins.items() if k not in ("setattr", "delattr")}
     allowed.update({k: getattr(builtins, k) for k in _PURE_BUILTINS})
-    allowed.update(getattr=guarded_getattr, hasattr=_hasattr, __import__=guarded_import)
+    allowed.update(getattr=guarded_getattr, hasattr=_hasattr, __import__=guarded_import, type=_type_of)
     return {"__builtins__": allowed, "__metaclass__": type, "_getattr_": guarded_getattr,
             "_getitem_": operator.getitem, "_getiter_": iter, "_write_": _write, "_inplacevar_": _inplacevar,
             "_iter_unpack_sequence_": guarded_iter_unpack_sequence, "_unpack_sequence_": guarded_unpack_sequence,

@@ -151,7 +151,7 @@ def test_honest_checkers_keep_their_verdicts(sandbox_pool):
         "    return datetime.strptime('2026-01-02', '%Y-%m-%d').day == 2 and any(v['status'] == 'out' for v in final_state['books'].values())",
         "def check_func(final_state):\n    seen = {}\n    seen['x'] = [1]\n    seen['x'] += [2]\n    a, b = seen['x']\n    return (a, b) == (1, 2)",
         "def check_func(final_state):\n    return '{} {n:>3}'.format('a', n=7) == 'a   7'",
-        "def _norm(text):\n    return text.strip().lower()\ndef check_func(final_state):\n    _seen = _norm(' OUT ')\n    return _seen == 'out'",
+        "def _norm(text):\n    return text.strip().lower()\ndef check_func(final_state):\n    _seen = _norm(' OUT ')\n    return _seen == 'out' and type(final_state) is dict",
     ]
     results = run_checkers(sandbox_pool, sources, {"books": {"b1": {"status": "out"}}}, {"books": {}})
     assert [r.status for r in results] == ["true"] * 5, results
