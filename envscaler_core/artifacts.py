@@ -131,8 +131,13 @@ class InspectionReport(ArtifactModel):
     warning_count: int = 0
     fail_count: int = 0
     score: float = 0.0
+    """The keep-rule score: (pass + warning) / rounds over every inspected tool, before pruning."""
+    pruned_score: Optional[float] = None
+    """The same ratio over the tools left after pruning (None when nothing was pruned)."""
     threshold: float = 0.85
     accepted: bool = False
+    lost_entities: list[str] = Field(default_factory=list)
+    """Containers that had a state-changing tool before pruning and have none after it."""
     per_tool: dict[str, list[ToolVerdict]] = Field(default_factory=dict)
     repairs: list[dict[str, Any]] = Field(default_factory=list)
     checker_agreement: Optional[float] = None
@@ -140,6 +145,7 @@ class InspectionReport(ArtifactModel):
     dropped_tools: list[str] = Field(default_factory=list)
     dropped_verdicts: dict[str, list[ToolVerdict]] = Field(default_factory=dict)  # why each was dropped
     reason: str = ""
+    reason_note: str = ""
 
 
 class StateAttribute(ArtifactModel):

@@ -47,7 +47,11 @@ class SkelBuilderConfig(StageConfig):
     # "both" (one repair, then samples). Measured on the embedded 0.5B and 1.5B models (issue 11):
     # feedback repair fixed 0 of 12 failing methods, fresh samples 3 of 9, so samples are the default.
     repair_strategy: Literal["repair", "sample", "both"] = "sample"
-    prune_failing_tools: bool = True
+    # The paper's keep-rule decides: (pass + warning) / total >= threshold over the rounds of every
+    # inspected tool, before any pruning (issue 17). Pruning tools that still fail is an explicit
+    # option for small-model presets; when on, an env is kept only if every entity that had a
+    # state-changing tool still has one (the report carries both scores).
+    prune_failing_tools: bool = False
     min_tools: int = 3
     tester_temperature: float = 0.5
     checker_temperature: float = 0.0

@@ -67,6 +67,21 @@ class EnvReview:
         return MethodContext(self.schema.class_name, self.schema, self.skeleton, prompt,
                              self.test_state, self.predicates, dict(self.op_types))
 
+    def changed_entities(self) -> set[str]:
+        """Containers written by the state-changing tools (directly or through a self-call)."""
+        writes: dict[str, tuple[set[str], set[str]]] = {}
+        for name, code in self.methods.items():
+            func = ast.parse(code).body[0]
+            if isinstance(func, ast.FunctionDef):
+                writes[name] = direct_writes(func)
+        out: set[str] = set()
+        for name, (own, calls) in writes.items():
+            if self.op_types.get(name) == "state_change":
+                out |= own
+                for callee in calls & writes.keys():
+                    out |= writes[callee][0]
+        return out
+
     def callers_of(self, name: str) -> list[str]:
         callers = []
         for other, code in self.methods.items():
@@ -144,20 +159,21 @@ async def review_env(client: LLMClient, pool: Sandbox, cfg: SkelBuilderConfig, s
             break
         repairs.extend(await _repair(client, pool, cfg, review, failing, attempt))
         emit("repair", repairs[-len(failing):])
-    dropped, reason, judged = [], "", calibration(verdicts, controls)  # on every call, pruned or not
-    all_verdicts = verdicts
+    report = score(verdicts, cfg.threshold, controls)  # the keep-rule: every tool, before pruning
+    all_verdicts, dropped, note = verdicts, [], ""
     if failing and cfg.prune_failing_tools:
-        verdicts, dropped, reason = _prune(review, verdicts, set(failing), cfg)
-    report = score(verdicts, cfg.threshold, controls)
+        entities_before = review.changed_entities()
+        verdicts, dropped, note = _prune(review, verdicts, set(failing), cfg)
+        if dropped:
+            report.pruned_score = score(verdicts, cfg.threshold, controls).score
+            report.lost_entities = sorted(entities_before - review.changed_entities())
     report.dropped_verdicts = {t: [v for v in all_verdicts if v.tool == t] for t in dropped}
-    report.calibration, report.checker_agreement = judged, judged.get("agreement")
     report.repairs, report.dropped_tools = repairs, dropped
-    still = failing_tools(report)
-    if still:
-        reason = f"tools still failing after {cfg.repair_rounds} repair rounds: {sorted(still)}" + (
-            f"; not pruned: {reason}" if reason else "")
-    elif report.score < cfg.threshold:
-        reason = f"score {report.score:.2f} below threshold {cfg.threshold}"
+    reason = keep_rule_reason(report, cfg.threshold)
+    still = sorted(failing_tools(score(verdicts, cfg.threshold, controls)))
+    if still and not reason:
+        report.reason_note = f"tools still failing after {cfg.repair_rounds} repair rounds (kept: the " \
+                             f"score decides): {still}" + (f"; not pruned: {note}" if note else "")
     try:
         tools = await asyncio.to_thread(pool.compute_schemas, review.code, review.schema.class_name)
     except EnvLoadError as exc:
@@ -165,9 +181,26 @@ async def review_env(client: LLMClient, pool: Sandbox, cfg: SkelBuilderConfig, s
     return _decide(spec.model_copy(update={"tools": tools}), review, report, reason)
 
 
+def keep_rule_reason(report: InspectionReport, threshold: float) -> str:
+    """Why the paper's keep-rule rejects ``report`` ('' when it keeps it).
+
+    The score is (pass + warning) / total over the rounds of every inspected tool, taken before
+    pruning; with pruning on, an env must also still have a state-changing tool for every entity
+    that had one.
+    """
+    if report.score < threshold:
+        return f"score {report.score:.2f} below threshold {threshold} (before pruning)"
+    if report.lost_entities:
+        return f"pruning left no state-changing tool for {report.lost_entities}"
+    return ""
+
+
 def _decide(spec: EnvSpec, review: EnvReview | None, report: InspectionReport, reason: str) -> EnvSpec:
     report.accepted = not reason
-    report.reason = reason or f"score {report.score:.2f} >= {report.threshold}"
+    report.reason = reason or f"score {report.score:.2f} >= {report.threshold}" + (
+        f" (after pruning {report.pruned_score:.2f})" if report.pruned_score is not None else "")
+    if report.reason_note:
+        report.reason += f"; {report.reason_note}"
     if report.calibration.get("at_chance"):
         report.reason += "; LLM checker agreement with the oracles is at chance (verdicts advisory)"
     update: dict[str, Any] = {"inspection": report, "status": "accepted" if report.accepted else "rejected"}

@@ -30,9 +30,9 @@ def test_correct_env_is_accepted_and_every_tool_covered(scripted, sandbox, make_
 def test_always_pass_checker_cannot_save_a_broken_tool(scripted, sandbox, make_draft):
     scripted.policy = LibraryPolicy()  # its checker answers Pass to everything
     env = _review(scripted, sandbox, make_draft(checkout_book=BROKEN_CHECKOUT), repair_rounds=0,
-                  prune_failing_tools=False)
+                  prune_failing_tools=False, threshold=0.9)
     report = env.inspection
-    assert env.status == "rejected" and "checkout_book" in report.reason
+    assert env.status == "rejected" and "below threshold 0.9" in report.reason
     failed = [v for v in report.per_tool["checkout_book"] if v.verdict == "Fail"]
     assert failed and all(v.llm_verdict == "Pass" for v in failed)
     assert failed[0].oracle_violations[0].startswith("no_exception")
@@ -54,7 +54,7 @@ def test_failing_method_is_repaired_and_reinspected(scripted, sandbox, make_draf
 def test_unrepairable_tool_is_pruned_with_reasons(scripted, sandbox, make_draft):
     scripted.policy = LibraryPolicy(methods={"checkout_book": [BROKEN_CHECKOUT]})
     env = _review(scripted, sandbox, make_draft(checkout_book=BROKEN_CHECKOUT), repair_rounds=1,
-                  method_samples=2)
+                  method_samples=2, prune_failing_tools=True)
     report = env.inspection
     assert report.dropped_tools == ["checkout_book"]
     assert "checkout_book" not in [t["function"]["name"] for t in env.tools]
@@ -74,7 +74,8 @@ def _grumpy(policy):
 
 def test_checker_at_chance_is_discounted_but_oracles_still_fail(scripted, sandbox, make_draft):
     scripted.policy = _grumpy(LibraryPolicy(methods={"checkout_book": [BROKEN_CHECKOUT]}))
-    env = _review(scripted, sandbox, make_draft(checkout_book=BROKEN_CHECKOUT), repair_rounds=0)
+    env = _review(scripted, sandbox, make_draft(checkout_book=BROKEN_CHECKOUT), repair_rounds=0,
+                  prune_failing_tools=True)
     report = env.inspection
     assert report.calibration["at_chance"] and report.dropped_tools == ["checkout_book"]
     discounted = [v for vs in report.per_tool.values() for v in vs if v.llm_verdict == "Fail" and v.verdict == "Warning"]
@@ -144,6 +145,38 @@ def test_a_repaired_routine_method_is_no_longer_a_control(scripted, sandbox, mak
 
 def test_dropped_tools_keep_the_verdicts_that_dropped_them(scripted, sandbox, make_draft):
     scripted.policy = LibraryPolicy(methods={"checkout_book": [BROKEN_CHECKOUT]})
-    env = _review(scripted, sandbox, make_draft(checkout_book=BROKEN_CHECKOUT), repair_rounds=0)
+    env = _review(scripted, sandbox, make_draft(checkout_book=BROKEN_CHECKOUT), repair_rounds=0,
+                  prune_failing_tools=True)
     evidence = env.inspection.dropped_verdicts["checkout_book"]
     assert evidence and any(v.oracle_violations for v in evidence)
+
+
+def test_keep_rule_scores_every_round_before_pruning(scripted, sandbox, make_draft):
+    """The paper's rule: (pass + warning) / total over all tools' rounds, pruned or not."""
+    scripted.policy = LibraryPolicy(methods={"checkout_book": [BROKEN_CHECKOUT]})
+    kept = _review(scripted, sandbox, make_draft(checkout_book=BROKEN_CHECKOUT), repair_rounds=0)
+    report = kept.inspection  # pruning is off by default: the failing tool stays, the score decides
+    assert (report.rounds, report.pass_count + report.warning_count, report.fail_count) == (16, 14, 2)
+    assert report.score == 14 / 16 and report.pruned_score is None and report.dropped_tools == []
+    assert kept.status == "accepted" and "checkout_book" in report.reason
+    assert "checkout_book" in [t["function"]["name"] for t in kept.tools]
+    pruned = _review(scripted, sandbox, make_draft(checkout_book=BROKEN_CHECKOUT), repair_rounds=0,
+                     prune_failing_tools=True, threshold=0.9)
+    report = pruned.inspection  # pruning raised the score on what is left to 1.0; the rule still rejects
+    assert report.dropped_tools == ["checkout_book"] and report.pruned_score == 1.0
+    assert report.score == 14 / 16 and pruned.status == "rejected"
+    assert "0.88 below threshold 0.9 (before pruning)" in report.reason
+
+
+def test_pruning_may_not_take_an_entitys_last_state_changing_tool(make_draft):
+    from envscaler_core.artifacts import InspectionReport
+    from skel_builder.review import EnvReview, keep_rule_reason
+    review = EnvReview(make_draft())
+    assert {"books", "loans"} <= review.changed_entities()
+    for tool in ("checkout_book", "return_book"):
+        review.methods.pop(tool)
+    assert "loans" not in review.changed_entities()
+    lost = InspectionReport(score=1.0, pruned_score=1.0, lost_entities=["loans"])
+    assert keep_rule_reason(lost, 0.85) == "pruning left no state-changing tool for ['loans']"
+    assert keep_rule_reason(InspectionReport(score=0.86), 0.85) == ""
+    assert keep_rule_reason(InspectionReport(score=0.84), 0.85).startswith("score 0.84 below")
