@@ -22,7 +22,8 @@ from pydantic import BaseModel, ValidationError
 from envscaler_core.artifacts import Usage
 from envscaler_core.llm.cache import ResponseCache, cache_key
 from envscaler_core.llm.config import LLMConfig
-from envscaler_core.llm.schema import extract_json, response_format_for, tool_call_schema
+from envscaler_core.llm.schema import (AGENT_TURN, USER_TURN, agent_turn_schema, decode_turn, extract_json,
+                                       response_format_for, tool_call_schema, turn_format)
 from envscaler_core.llm.usage import UsageMeter
 from envscaler_core.toolformat import parse_text_tool_calls, split_reasoning
 
@@ -121,6 +122,11 @@ class LLMClient:
         """True for llama.cpp backends: one request at a time, schema-constrained tool calls."""
         return self.config.constrain_tool_calls
 
+    @property
+    def schema_turns(self) -> bool:
+        """True when agent and user turns are decoded under a JSON schema (no native tool calls)."""
+        return self.config.constrain_turns
+
     # ------------------------------------------------------------------ public API
     async def chat(self, messages: list[dict[str, Any]], *, tools: Optional[list[dict]] = None,
                    tool_choice: Any = None, response_format: Optional[dict] = None,
@@ -187,6 +193,9 @@ class LLMClient:
                 request["response_format"] = {"type": "json_schema", "json_schema": {
                     "name": "tool_call", "schema": tool_call_schema(tools, only), "strict": False}}
                 request.pop("tool_choice", None)
+            elif self.schema_turns and tool_choice in (None, "auto") and response_format is None:
+                request["response_format"] = turn_format(AGENT_TURN, agent_turn_schema(tools))
+                request.pop("tool_choice", None)
         if response_format is not None:
             request["response_format"] = response_format
         if cfg.extra_body:
@@ -204,7 +213,7 @@ class LLMClient:
                 async with semaphore:
                     result = await (self._stream(client, request) if stream
                                     else self._once(client, request))
-                result = self._finish(result, tools)
+                result = self._finish(result, tools, _turn_kind(request))
                 result.usage.latency_s = time.perf_counter() - started
                 result.usage.calls = 1
                 self.meter.record(label, result.usage)
@@ -272,9 +281,11 @@ class LLMClient:
         return ChatResult(content="".join(content), reasoning="".join(reasoning),
                           tool_calls=tool_calls, finish_reason=finish, usage=usage)
 
-    def _finish(self, result: ChatResult, tools: Optional[list[dict]]) -> ChatResult:
+    def _finish(self, result: ChatResult, tools: Optional[list[dict]], turn: str = "") -> ChatResult:
         if not result.reasoning and "</think>" in result.content:
             result.reasoning, result.content = split_reasoning(result.content)
+        if turn and not result.tool_calls:
+            _unwrap_turn(result)
         if tools and not result.tool_calls and result.content.strip():
             names = [t.get("function", t)["name"] for t in tools]
             parsed = parse_text_tool_calls(result.content, names)
@@ -286,6 +297,29 @@ class LLMClient:
         if not result.content.strip() and not result.tool_calls:
             raise _EmptyResponse("empty response (no content and no tool calls)")
         return result
+
+
+def _turn_kind(request: dict[str, Any]) -> str:
+    """``agent_turn`` / ``user_turn`` when the request asks for a schema-constrained turn."""
+    fmt = request.get("response_format") or {}
+    name = (fmt.get("json_schema") or {}).get("name", "") if isinstance(fmt, dict) else ""
+    return name if name in (AGENT_TURN, USER_TURN) else ""
+
+
+def _unwrap_turn(result: ChatResult) -> None:
+    """A constrained turn's JSON becomes a native tool call, or the answer's text as content.
+
+    Anything else (a server that ignored the schema) is left for the text parser.
+    """
+    decoded = decode_turn(result.content)
+    if decoded is None:
+        return
+    kind, value = decoded
+    if kind == "call":
+        result.tool_calls = [_tool_call(value["name"], value["arguments"])]
+        result.content, result.parsed_from_text = "", True
+    else:
+        result.content = value.strip()
 
 
 class _EmptyResponse(ValueError):

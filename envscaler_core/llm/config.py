@@ -40,6 +40,10 @@ class LLMConfig(BaseModel):
     llama_cpp: bool = False
     """The endpoint is a llama.cpp server (no native tool calling): constrain tool calls with a
     JSON schema. Implied for the embedded model."""
+    schema_turns: bool = False
+    """Decode agent turns (and simulated-user turns) under one JSON schema: a call of a listed
+    tool with valid arguments, or a final answer (a reply, or the stop marker). For endpoints
+    without native tool calling; implied for the embedded model and ``llama_cpp`` endpoints."""
     extra_body: dict[str, Any] = Field(default_factory=dict)
 
     @property
@@ -49,6 +53,10 @@ class LLMConfig(BaseModel):
     @property
     def constrain_tool_calls(self) -> bool:
         return self.is_embedded or self.llama_cpp
+
+    @property
+    def constrain_turns(self) -> bool:
+        return self.constrain_tool_calls or self.schema_turns
 
 
 def load_dotenv_once() -> None:

@@ -83,3 +83,54 @@ def extract_json(text: str) -> Any:
         raise json.JSONDecodeError("no JSON object found", text, 0)
     obj, _ = json.JSONDecoder().raw_decode(text[min(starts):])
     return obj
+
+
+AGENT_TURN = "agent_turn"
+USER_TURN = "user_turn"
+ANSWER_KEY = "final_answer"
+_TEXT_CAP = 2000  # a grammar-constrained decoder must be able to close the string
+
+
+def agent_turn_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """Exactly one valid call of one of ``tools``, or ``{"final_answer": text}``.
+
+    Used to decode an agent turn on endpoints without native tool calling: whatever the model
+    writes is then either an executable call or an answer, never nothing.
+    """
+    calls = tool_call_schema(tools)
+    options = list(calls.get("anyOf", [calls])) if tools else []
+    options.append({"type": "object", "properties": {ANSWER_KEY: {
+        "type": "string", "minLength": 1, "maxLength": _TEXT_CAP}}, "required": [ANSWER_KEY]})
+    return {"anyOf": options}
+
+
+def user_turn_schema(stop: str) -> dict[str, Any]:
+    """A simulated user's turn: ``{"reply": text}`` or ``{"reply": stop}``."""
+    return {"type": "object", "properties": {"reply": {"anyOf": [
+        {"const": stop}, {"type": "string", "minLength": 1, "maxLength": _TEXT_CAP}]}},
+        "required": ["reply"]}
+
+
+def turn_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI ``response_format`` for a schema-constrained turn named ``name``."""
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": False}}
+
+
+def decode_turn(text: str) -> tuple[str, Any] | None:
+    """A constrained turn's JSON as ``("call", {"name", "arguments"})``, ``("answer", text)``,
+    ``("reply", text)``, or None when it is not such JSON."""
+    try:
+        obj = json.loads((text or "").strip())
+    except json.JSONDecodeError:
+        try:
+            obj = extract_json(text)
+        except (json.JSONDecodeError, ValueError):
+            return None
+    if not isinstance(obj, dict):
+        return None
+    if isinstance(obj.get("name"), str) and isinstance(obj.get("arguments"), dict):
+        return "call", {"name": obj["name"], "arguments": obj["arguments"]}
+    for key, kind in ((ANSWER_KEY, "answer"), ("reply", "reply")):
+        if isinstance(obj.get(key), str):
+            return kind, obj[key]
+    return None

@@ -19,9 +19,11 @@ from typing import Any, Optional
 
 from envscaler_core.artifacts import Usage
 from envscaler_core.llm import EmptyResponseError, LLMClient
+from envscaler_core.llm.schema import AGENT_TURN, agent_turn_schema, turn_format
 from envscaler_core.prompts import render_prompt
 from envscaler_core.rollout.types import RolloutSettings, StepOutcome
-from envscaler_core.toolformat import TextTurn, format_error_message, parse_turn, render_results, with_tools
+from envscaler_core.toolformat import (TextTurn, format_error_message, parse_turn, render_assistant, render_results,
+                                      with_tools)
 
 PACKAGE = "envscaler_core.rollout"
 MALFORMED_TOOL = "(malformed)"
@@ -57,6 +59,13 @@ def _new_id() -> str:
 def observation_text(observation: dict[str, Any]) -> str:
     """The JSON text a model sees for one observation."""
     return json.dumps(observation, ensure_ascii=False)
+
+
+def _as_text(content: str, tool_calls: list[dict[str, Any]]) -> str:
+    """A text-mode answer: calls decoded under the turn schema written as ``<tool_call>`` blocks."""
+    return render_assistant(content, [{"name": c["function"]["name"],
+                                       "arguments": json.loads(c["function"]["arguments"] or "{}")}
+                                      for c in tool_calls])
 
 
 def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -96,14 +105,21 @@ class AgentPolicy:
         """One model turn (raises ``LLMError`` if the endpoint fails for good)."""
         assert self.client is not None, "no agent client configured"
         fc = self.settings.agent_mode == "fc"
+        # No native tool calling (embedded model, or configured): the turn is decoded under one
+        # schema, a call of a listed tool or a final answer. In fc mode the client adds it.
+        constrained = self.client.schema_turns and bool(self.tools)
         started = time.perf_counter()
         try:
             result = await self.client.chat(
                 wire_messages(messages), tools=self.tools if fc else None,
                 tool_choice="auto" if fc and self.tools else None,
+                response_format=turn_format(AGENT_TURN, agent_turn_schema(self.tools))
+                if constrained and not fc else None,
                 temperature=self.settings.temperature, max_tokens=self.settings.max_tokens,
                 cache_salt=cache_salt)
         except EmptyResponseError:
+            if constrained:
+                raise  # nothing under a schema that always allows an answer: the endpoint failed
             return AgentAction(message={"role": "assistant", "content": ""}, empty=True,
                                latency_s=time.perf_counter() - started)
         usage = result.usage.model_copy()
@@ -112,7 +128,7 @@ class AgentPolicy:
         if fc:
             action = self._from_fc(result.assistant_message())
         else:
-            action = self.action_from_text(result.content, result.reasoning)
+            action = self.action_from_text(_as_text(result.content, result.tool_calls), result.reasoning)
         action.usage, action.latency_s = usage, time.perf_counter() - started
         return action
 

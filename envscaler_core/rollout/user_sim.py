@@ -4,7 +4,9 @@ Roles are inverted in the simulator's own history: the agent's utterances are ``
 messages prefixed ``[Agent]`` and the simulator's answers are ``assistant`` messages. The
 simulator answers ``# Thought:`` / ``# Reply:``; only the reply reaches the agent. Any
 ``###STOP###`` ends the conversation. An empty reply is asked for once more, then reported
-as empty (the episode is flagged, never scored as if the user had spoken).
+as empty (the episode is flagged, never scored as if the user had spoken). On endpoints without
+native tool calling the turn is decoded under a schema (``{"reply": text | "###STOP###"}``); an
+empty reply there is an endpoint failure (``EmptyResponseError``), not a scored episode.
 """
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from envscaler_core.artifacts import Usage
-from envscaler_core.llm import LLMClient
+from envscaler_core.llm import EmptyResponseError, LLMClient
+from envscaler_core.llm.schema import USER_TURN, turn_format, user_turn_schema
 from envscaler_core.prompts import render_prompt
 
 STOP = "###STOP###"
@@ -80,13 +83,18 @@ class UserSimulator:
         assert self.client is not None, "no user client configured"
         self.messages.append({"role": "user", "content": f"[Agent] {agent_text}"})
         started, usage, raw, text = time.perf_counter(), Usage(), "", ""
+        constrained = self.client.schema_turns
+        schema = turn_format(USER_TURN, user_turn_schema(STOP)) if constrained else None
         for attempt in range(EMPTY_RETRIES + 1):
             result = await self.client.chat(self.messages, temperature=self.temperature,
-                                            max_tokens=self.max_tokens, cache_salt=f"{cache_salt}:{attempt}")
+                                            max_tokens=self.max_tokens, response_format=schema,
+                                            cache_salt=f"{cache_salt}:{attempt}")
             usage = usage.add(result.usage if not result.cached else Usage(cache_hits=1))
             raw, text = result.content, parse_user_reply(result.content)
             if text:
                 break
+        if not text and constrained:
+            raise EmptyResponseError(f"user: no reply under the turn schema after {EMPTY_RETRIES + 1} tries")
         self.messages.append({"role": "assistant", "content": raw})
         return UserTurn(text=text, raw=raw, usage=usage, latency_s=time.perf_counter() - started)
 

@@ -135,3 +135,29 @@ def test_concurrency_is_bounded(scripted):
     assert client.meter.total().calls == 6
     assert scripted.max_in_flight == 2
     assert scripted.in_flight == 0
+
+
+def test_schema_turns_decode_an_auto_turn_as_a_call_or_an_answer(scripted):
+    scripted.script = [Reply.text('{"name": "get_weather", "arguments": {"city": "Rome"}}'),
+                       Reply.text('{"final_answer": " Sunny in Rome. "}')]
+    client = LLMClient(scripted.config(schema_turns=True))
+    call = run(client.chat(MSG, tools=TOOLS, tool_choice="auto"))
+    answer = run(client.chat(MSG + [{"role": "assistant", "content": "x"}], tools=TOOLS, tool_choice="auto"))
+    request = scripted.completion_requests[0]
+    assert "tool_choice" not in request and request["tools"] == TOOLS
+    fmt = request["response_format"]["json_schema"]
+    options = fmt["schema"]["anyOf"]
+    assert fmt["name"] == "agent_turn" and len(options) == 2
+    assert options[0]["properties"]["name"] == {"const": "get_weather"}
+    assert options[0]["properties"]["arguments"] == TOOLS[0]["function"]["parameters"]
+    assert options[1]["required"] == ["final_answer"]
+    assert call.tool_calls[0]["function"]["name"] == "get_weather" and call.content == ""
+    assert json.loads(call.tool_calls[0]["function"]["arguments"]) == {"city": "Rome"}
+    assert answer.content == "Sunny in Rome." and answer.tool_calls == []
+
+
+def test_native_endpoints_are_not_constrained(scripted):
+    scripted.script = [Reply.text("hello")]
+    run(LLMClient(scripted.config()).chat(MSG, tools=TOOLS, tool_choice="auto"))
+    request = scripted.completion_requests[0]
+    assert request["tool_choice"] == "auto" and "response_format" not in request

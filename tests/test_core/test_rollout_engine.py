@@ -152,3 +152,50 @@ def test_an_agent_that_only_answers_nothing_is_scored_not_dropped(scripted):
     t = run_one(scripted, RolloutSettings())
     assert t.termination == "agent_empty" and "empty_agent_response" in t.flags
     assert t.reward.final == 0.0 and not t.steps
+
+
+def _json_turn(obj) -> Reply:
+    return Reply.text(json.dumps(obj))
+
+
+CONSTRAINED_CHECKOUT = [_json_turn({"name": "get_book", "arguments": {"book_id": "B1"}}),
+                        _json_turn({"name": "checkout_book", "arguments": {"book_id": "B1", "member_id": "M1"}}),
+                        _json_turn({"final_answer": "Task Completed: B1 lent to M1."})]
+
+
+@pytest.mark.parametrize("agent_mode", ["fc", "text"])
+def test_schema_constrained_agent_acts_in_both_modes(scripted, agent_mode):
+    scripted.policy = planned(CONSTRAINED_CHECKOUT)
+    t = run_one(scripted, RolloutSettings(agent_mode=agent_mode), schema_turns=True)
+    assert [s.name for s in t.steps] == ["get_book", "checkout_book"] and t.reward.final == 1.0
+    assert t.termination == "agent_answered" and t.flags == []
+    schema = scripted.completion_requests[0]["response_format"]["json_schema"]["schema"]
+    names = [o["properties"]["name"]["const"] for o in schema["anyOf"] if "name" in o["properties"]]
+    assert sorted(names) == sorted(tool["function"]["name"] for tool in t.tools)
+    assistant = [m for m in t.messages if m["role"] == "assistant"]
+    if agent_mode == "text":
+        assert "tools" not in scripted.completion_requests[0]
+        assert assistant[1]["content"].startswith('<tool_call>\n{"name": "checkout_book"')
+    else:
+        assert assistant[1]["tool_calls"][0]["function"]["name"] == "checkout_book"
+    assert assistant[-1]["content"] == "Task Completed: B1 lent to M1."
+
+
+def test_an_empty_turn_under_the_schema_is_an_endpoint_failure_not_an_episode(scripted):
+    from envscaler_core.llm import EmptyResponseError
+    scripted.policy = lambda request: Reply.text("")
+    with pytest.raises(EmptyResponseError):
+        run_one(scripted, RolloutSettings(), schema_turns=True, max_retries=1, backoff_base_s=0.01)
+
+
+def test_schema_constrained_user_replies_or_stops(scripted):
+    scripted.policy = planned(
+        [_json_turn({"final_answer": "Which book and member?"}), *CONSTRAINED_CHECKOUT[1:]],
+        [_json_turn({"reply": "I want to borrow a book."}), _json_turn({"reply": "Book B1 for member M1."}),
+         _json_turn({"reply": "###STOP###"})])
+    t = run_one(scripted, RolloutSettings(mode="user"), schema_turns=True)
+    user_requests = [r for r in scripted.completion_requests if "playing a real person" in r["messages"][0]["content"]]
+    assert user_requests[0]["response_format"]["json_schema"]["name"] == "user_turn"
+    assert [m["content"] for m in t.messages if m["role"] == "user"][:2] == [
+        "I want to borrow a book.", "Book B1 for member M1."]
+    assert t.termination == "user_stop" and t.reward.final == 1.0

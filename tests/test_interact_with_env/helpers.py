@@ -60,9 +60,9 @@ RETURN_PLAN = [Reply.tool_call("return_book", {"book_id": "B2"}), Reply.text("Ta
 
 @contextlib.contextmanager
 def engine_for(server, settings: RolloutSettings, *, progress: bool = True, cache=None,
-               pool_size: int = 2) -> Iterator[RolloutEngine]:
+               pool_size: int = 2, **config) -> Iterator[RolloutEngine]:
     """An engine over the fixture env with the scripted server as agent and user endpoint."""
     with Sandbox(pool_size) as sandbox:
-        client = LLMClient(server.config(cache=cache is not None), cache=cache)
+        client = LLMClient(server.config(cache=cache is not None, **config), cache=cache)
         yield RolloutEngine(ScenarioEnvs(sandbox), client, settings, user_client=client,
                             reward_hook=ChecklistReward(Scorer(sandbox), progress=progress))
