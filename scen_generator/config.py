@@ -46,6 +46,12 @@ class ScenGeneratorConfig(StageConfig):
             diff, then the task worded to ask for exactly that; see ``plan_first.py``).
         plan_min_calls / plan_max_calls: Size of a ``plan_first`` reference (successful,
             state-changing calls).
+        plan_min_records: Different records (or top-level values) a ``plan_first`` reference must
+            change (issue 17: several state changes over at least two records).
+        plan_lookups: Ids of existing records the plan works on that the request must not give:
+            it names each such record by a unique description instead ("the book titled 'Dune'"),
+            and a query tool must show the id next to it, so the agent has to look it up.
+            0 turns this off.
         plan_attempts: Plan samples (each shown the previous one's errors) before the state is dropped.
         plan_task_min_words: Minimum length of a ``plan_first`` task.
         plan_missing_values: When the model's request still omits values the checkers compare
@@ -78,6 +84,8 @@ class ScenGeneratorConfig(StageConfig):
     scenario_mode: Literal["task_first", "plan_first"] = "task_first"
     plan_min_calls: int = 2
     plan_max_calls: int = 4
+    plan_min_records: int = 2
+    plan_lookups: int = 1
     plan_attempts: int = 3
     plan_task_min_words: int = 12
     plan_missing_values: Literal["reask", "append"] = "reask"

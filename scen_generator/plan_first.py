@@ -22,6 +22,7 @@ from envscaler_core.runtime import Replay, Sandbox, state_hash
 from scen_generator.config import ScenGeneratorConfig
 from scen_generator.context import introduction, rules_text, state_text, tools_text
 from scen_generator.diff_checks import DiffCheck, diff_checks, missing_values, volatile_paths
+from scen_generator.lookups import Lookup, find_lookups, given_ids, hide_ids, touched_records
 from scen_generator.reference import reference_model
 from scen_generator.probes import is_query_tool
 from scen_generator.tasks import TaskDraft, clean_task, task_problem
@@ -34,7 +35,7 @@ def changing_tools(env: EnvSpec, tools: list[dict]) -> list[dict]:
 def _plan_prompt(env: EnvSpec, state: dict, tools: list[dict], cfg: ScenGeneratorConfig, feedback: str) -> list[dict]:
     text = render_prompt("scen_generator", "plan.md", introduction=introduction(env), rules=rules_text(env),
                          tools=tools_text(tools), state=state_text(state), min_calls=cfg.plan_min_calls,
-                         max_calls=cfg.plan_max_calls,
+                         max_calls=cfg.plan_max_calls, min_records=cfg.plan_min_records,
                          feedback=f"\n# Your previous plan failed\n{feedback}\n" if feedback else "")
     return [{"role": "user", "content": text}]
 
@@ -78,15 +79,19 @@ def minimal_plan(calls: list[ToolCall], replay: Callable[[list[ToolCall]], Repla
 
 
 async def generate_plan(client: LLMClient, sandbox: Sandbox, env: EnvSpec, state: dict, tools: list[dict],
-                        cfg: ScenGeneratorConfig, label: str) -> tuple[Optional[list[ToolCall]], list[str]]:
-    """State-changing calls that all succeed from ``state`` (at least ``plan_min_calls``), or None.
+                        cfg: ScenGeneratorConfig, label: str
+                        ) -> tuple[Optional[list[ToolCall]], list[Lookup], list[str]]:
+    """State-changing calls that all succeed from ``state``, and the ids the request will leave out.
 
-    Each sample is executed; failing or no-op calls are dropped without asking the model, and the
-    next sample sees the exact errors.
+    A plan is kept when at least ``plan_min_calls`` calls succeed and change the state, they
+    change at least ``plan_min_records`` records, and ``plan_lookups`` of the existing records
+    they work on can be found with a query tool. Failing or no-op calls are dropped without
+    asking the model; the next sample sees the exact problems. Returns ``(None, [], problems)``
+    when no sample qualifies.
     """
     usable = changing_tools(env, tools)
     if not usable:
-        return None, ["the environment has no state-changing tool"]
+        return None, [], ["the environment has no state-changing tool"]
     problems: list[str] = []
     feedback = ""
     for attempt in range(cfg.plan_attempts):
@@ -101,19 +106,39 @@ async def generate_plan(client: LLMClient, sandbox: Sandbox, env: EnvSpec, state
         replay = await asyncio.to_thread(sandbox.replay, env, state, calls)
         kept = [calls[i] for i in successful_steps(replay)]
         undone = bool(kept) and state_hash(replay.final_state) == state_hash(replay.initial_state)
+        shortfall = ""
         if kept and not undone:
             kept = await asyncio.to_thread(minimal_plan, kept, lambda c: sandbox.replay(env, state, c))
             if len(kept) >= cfg.plan_min_calls:
                 again = await asyncio.to_thread(sandbox.replay, env, state, kept)
                 if not again.errors and len(again.changing_steps) >= cfg.plan_min_calls:
-                    return kept, problems
+                    shortfall = await asyncio.to_thread(_plan_shortfall, sandbox, env, state, kept, tools, again, cfg)
+                    if isinstance(shortfall, list):
+                        return kept, shortfall, problems
         feedback = plan_feedback(calls, replay)
         if undone:
             feedback += "\n- the calls undo each other: the final state equals the initial state"
             problems.append(f"attempt {attempt + 1}: the calls undo each other")
             continue
+        if shortfall:
+            feedback += f"\n- {shortfall}"
+            problems.append(f"attempt {attempt + 1}: {shortfall}")
+            continue
         problems.append(f"attempt {attempt + 1}: {len(kept)} of {len(calls)} calls succeeded and changed the state")
-    return None, problems
+    return None, [], problems
+
+
+def _plan_shortfall(sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[ToolCall], tools: list[dict],
+                    replay: Replay, cfg: ScenGeneratorConfig) -> list[Lookup] | str:
+    """The plan's lookups when it is rich enough, else what it lacks (as feedback)."""
+    records = touched_records(replay.initial_state, replay.final_state)
+    if records < cfg.plan_min_records:
+        return f"the calls change only {records} record(s); change at least {cfg.plan_min_records} different records"
+    lookups = find_lookups(sandbox, env, state, calls, tools, cfg.plan_lookups)
+    if len(lookups) < cfg.plan_lookups:
+        return ("work on at least one existing record of the state (pass its id) that has a name or title, "
+                "not only on new records")
+    return lookups
 
 
 def _argument_values(calls: list[ToolCall]) -> Iterator[Any]:
@@ -146,8 +171,9 @@ def planned_checks(sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[Tool
 _FEEDBACK_ECHOES = ("never mentions", "rejected", "reject the request", "use these exact values")
 
 
-def _task_problems(task: str, checks: list[DiffCheck], min_words: int) -> tuple[list[str], list[str]]:
-    """(problems, what to do about each) for a drafted request."""
+def _task_problems(task: str, checks: list[DiffCheck], min_words: int,
+                   lookups: list[Lookup] = ()) -> tuple[list[str], list[str]]:
+    """(problems, what to do about each) for a drafted request (``checks`` with ids hidden)."""
     problems, fixes = [], []
     if p := task_problem(task, min_words):
         problems.append(p)
@@ -160,16 +186,30 @@ def _task_problems(task: str, checks: list[DiffCheck], min_words: int) -> tuple[
         shown = ", ".join(repr(v) for v in missing[:8])
         problems.append(f"the request never mentions {shown}")
         fixes.append(f"mention {shown} exactly as written")
+    for lookup in given_ids(task, list(lookups)):
+        problems.append(f"the request gives the id '{lookup.key}', which the user does not know")
+        fixes.append(f"call it {lookup.description} and never write '{lookup.key}'")
     return problems, fixes
 
 
+def _lookup_note(lookups: list[Lookup]) -> str:
+    if not lookups:
+        return ""
+    named = "; ".join(lk.description for lk in lookups)
+    return ("\n4. The user does not know the ids of these records and describes them instead: " + named +
+            ". Describe each the same way and never write its id; the assistant will look it up.")
+
+
 async def generate_planned_task(client: LLMClient, env: EnvSpec, state: dict, checks: list[DiffCheck],
-                                cfg: ScenGeneratorConfig, label: str) -> tuple[Optional[str], list[str]]:
-    """The user's request for the planned change; it must name every value the checkers need."""
+                                cfg: ScenGeneratorConfig, label: str, lookups: list[Lookup] = ()
+                                ) -> tuple[Optional[str], list[str]]:
+    """The user's request for the planned change; it must name every value the checkers need,
+    except the ids of ``lookups``, which it must describe instead (and never give)."""
+    checks = hide_ids(checks, list(lookups))
     changes = "\n".join(f"- {c.item}" for c in checks)
     prompt = render_prompt("scen_generator", "task_from_plan.md", introduction=introduction(env),
                            state=state_text(state), changes=changes, min_words=cfg.plan_task_min_words,
-                           feedback="")
+                           lookups=_lookup_note(list(lookups)), feedback="")
     messages = [{"role": "user", "content": prompt}]
     problems: list[str] = []
     last = ""
@@ -181,10 +221,10 @@ async def generate_planned_task(client: LLMClient, env: EnvSpec, state: dict, ch
             problems.append(f"attempt {attempt + 1}: {str(exc)[:300]}")
             continue
         task = clean_task(draft.task)
-        found, fixes = _task_problems(task, checks, cfg.plan_task_min_words)
+        found, fixes = _task_problems(task, checks, cfg.plan_task_min_words, lookups)
         if not found:
             return task, problems
-        if not any(p.startswith("the request repeats") for p in found):
+        if not any(p.startswith(("the request repeats", "the request gives the id")) for p in found):
             last = task  # a candidate for ``append``: only values missing
         problems.append(f"attempt {attempt + 1}: " + "; ".join(found))
         messages = messages[:1] + [

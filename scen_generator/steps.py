@@ -138,15 +138,16 @@ class Steps:
 
     async def _planned_task_item(self, env: EnvSpec, scenario: Scenario) -> Scenario:
         state = scenario.init_config
-        calls, problems = await generate_plan(self.client, self.sandbox, env, state, await self._tools(env),
-                                              self.cfg, self.label("tasks"))
+        calls, lookups, problems = await generate_plan(self.client, self.sandbox, env, state, await self._tools(env),
+                                                       self.cfg, self.label("tasks"))
         if calls is None:
             return dropped(scenario, ["no executable plan: " + " | ".join(problems)[:1000]])
         checks = await asyncio.to_thread(planned_checks, self.sandbox, env, state, calls, self.cfg.max_checklist_items)
         if not checks:
             plan = json.dumps([c.model_dump() for c in calls])[:600]
             return dropped(scenario, [f"the plan changes nothing a checker can compare (only volatile values): {plan}"])
-        task, problems = await generate_planned_task(self.client, env, state, checks, self.cfg, self.label("tasks"))
+        task, problems = await generate_planned_task(self.client, env, state, checks, self.cfg, self.label("tasks"),
+                                                     lookups)
         if task is None:
             return dropped(scenario, ["no acceptable task for the plan: " + " | ".join(problems)[:1000]])
         checklist = [ChecklistItem(check_item=c.item, check_func=c.source) for c in checks]
@@ -154,6 +155,9 @@ class Steps:
                                            "checklist_with_func": checklist})
         if problems:  # earlier drafts' problems, and whether the missing values were appended
             done.task_notes = problems
+        # How hard the task is: state-changing calls of the reference, ids the agent must look up.
+        setattr(done, "state_changing_calls", len(calls))
+        setattr(done, "lookups", [lk.as_dict() for lk in lookups])
         return done
 
     async def _checker_item(self, scenario: Scenario) -> Scenario:

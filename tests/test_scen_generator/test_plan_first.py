@@ -69,7 +69,7 @@ def test_task_must_mention_every_value_the_user_supplies_but_not_derived_ones():
 def cli(out, *args) -> int:
     return main([args[0], "--envs", str(ENVS_FILE), "--out", str(out), *args[1:],
                  "--set", "sandbox_workers=1", "--set", "checker_timeout_s=1.0",
-                 "--set", "scenario_mode=plan_first"])
+                 "--set", "scenario_mode=plan_first", "--set", "plan_lookups=0"])
 
 
 def read(path) -> list[Scenario]:
@@ -87,6 +87,7 @@ def test_plan_first_proves_a_scenario_with_checkers_from_the_executed_diff(model
     s = read(tmp_path / "scenarios.jsonl")[0]
     assert s.status == "proven", s.validation.reasons
     assert s.reference_solution == REFERENCE  # the rejected call was dropped without asking
+    assert s.model_extra["state_changing_calls"] == 3 and s.model_extra["lookups"] == []
     assert s.task.endswith("L001.")
     reask = requests_of(scripted_env, "TaskDraft")[1]["messages"][-1]["content"]
     assert "never mentions 'L001'" in reask
@@ -175,18 +176,23 @@ def test_a_plan_whose_calls_undo_each_other_is_reasked(scripted):
     def put(key, value):
         return {"name": "set_value", "arguments": {"key": key, "value": value}}
     plans = iter([{"calls": [put("a", 1), put("a", 0)]},        # back where it started
+                  {"calls": [put("a", 1), put("a", 2)]},        # one record only
                   {"calls": [put("a", 1), put("b", 2)]}])
     scripted.policy = lambda request: Reply.json(next(plans))
     tool = {"type": "function", "function": {"name": "set_value", "parameters": {
         "type": "object", "properties": {"key": {"type": "string"}, "value": {"type": "integer"}},
         "required": ["key", "value"]}}}
     env = EnvSpec(id="toy", env_class_name="Toy", env_class_code="class Toy: ...")
-    calls, problems = asyncio.run(generate_plan(LLMClient(scripted.config()), ToySandbox(), env, {"a": 0, "b": 0},
-                                                [tool], ScenGeneratorConfig(), "test"))
+    calls, lookups, problems = asyncio.run(generate_plan(
+        LLMClient(scripted.config()), ToySandbox(), env, {"a": 0, "b": 0}, [tool],
+        ScenGeneratorConfig(plan_lookups=0, plan_min_calls=1), "test"))
     assert [c.arguments for c in calls] == [{"key": "a", "value": 1}, {"key": "b", "value": 2}]
-    assert problems == ["attempt 1: the calls undo each other"]
+    assert lookups == []
+    assert problems == ["attempt 1: the calls undo each other", "attempt 2: the calls change only 1 record(s); "
+                        "change at least 2 different records"]
     second = scripted.completion_requests[1]["messages"][0]["content"]
     assert "undo each other" in second
+    assert "change at least 2 different records" in scripted.completion_requests[2]["messages"][0]["content"]
 
 
 def test_missing_values_can_be_appended_instead_of_dropping(model, scripted_env, tmp_path):
@@ -208,3 +214,65 @@ def test_a_request_that_echoes_the_rejection_is_not_accepted(model, scripted_env
     assert cli(tmp_path, "tasks", "--set", "task_attempts=2") == 0
     s = read(tmp_path / "scen_tasks.jsonl")[0]
     assert s.status == "dropped" and "repeats our rejection message" in s.validation.reasons[0]
+
+
+# ---------------------------------------------------------------- lookups: ids the request leaves out
+BOOKS = {"books": {"B1": {"book_id": "B1", "title": "Dune", "status": "available"},
+                   "B2": {"book_id": "B2", "title": "Emma", "status": "available"}},
+         "members": {"M1": {"member_id": "M1", "name": "Ada Park"}}}
+LIST_BOOKS = {"type": "function", "function": {"name": "list_books", "parameters": {"type": "object", "properties": {}}}}
+GET_MEMBER = {"type": "function", "function": {"name": "get_member", "parameters": {
+    "type": "object", "properties": {"member_id": {"type": "string"}}, "required": ["member_id"]}}}
+
+
+class QuerySandbox:
+    """Answers ``list_books`` with every book; ``get_member`` only by id."""
+
+    def replay(self, env, state, calls):
+        from envscaler_core.runtime import CallResult
+        from scen_generator.sandbox import Replay
+        results = []
+        for call in calls:
+            if call.name == "list_books":
+                obs = {"success": True, "data": list(state["books"].values())}
+            else:
+                member = state["members"].get(call.arguments.get("member_id"))
+                obs = {"success": bool(member), "data": member} if member else {"success": False, "error": "no such member"}
+            results.append(CallResult(tool=call.name, arguments=call.arguments, observation=obs, ok=obs["success"]))
+        return Replay(initial_state=state, final_state=state, results=results)
+
+
+def test_an_id_is_left_out_only_when_a_query_tool_shows_it_next_to_its_description():
+    from envscaler_core.artifacts import EnvSpec, ToolCall
+    from scen_generator.lookups import find_lookups
+    env = EnvSpec(id="lib", env_class_name="L", env_class_code="class L: ...")
+    plan = [ToolCall(name="lend", arguments={"member_id": "M1", "book_id": "B1"})]
+    found = find_lookups(QuerySandbox(), env, BOOKS, plan, [LIST_BOOKS, GET_MEMBER], wanted=2)
+    # M1 is only reachable by its id (get_member("Ada Park") fails); B1 is listed by list_books
+    assert [(lk.container, lk.key, lk.field, lk.value, lk.tool) for lk in found] == [
+        ("books", "B1", "title", "Dune", "list_books")]
+    assert find_lookups(QuerySandbox(), env, BOOKS, plan, [GET_MEMBER], wanted=1) == []
+
+
+def test_the_request_describes_a_hidden_record_and_never_gives_its_id(scripted):
+    import asyncio
+    from envscaler_core.artifacts import EnvSpec
+    from envscaler_core.llm import LLMClient
+    from scen_generator.config import ScenGeneratorConfig
+    from scen_generator.lookups import Lookup
+    from scen_generator.plan_first import generate_planned_task
+    after = {"books": {**BOOKS["books"], "B1": dict(BOOKS["books"]["B1"], status="reserved")}}
+    checks = diff_checks({"books": BOOKS["books"]}, after, argument_values=["B1", "reserved"])
+    lookup = Lookup("books", "B1", "title", "Dune", "list_books")
+    drafts = iter(["Please reserve book B1 for me, I really want to read it this weekend.",
+                   "Please mark the book Dune as reserved, I really want to read it this weekend."])
+    scripted.policy = lambda request: Reply.json({"analysis": "", "task": next(drafts)})
+    env = EnvSpec(id="lib", env_class_name="L", env_class_code="class L: ...")
+    task, problems = asyncio.run(generate_planned_task(LLMClient(scripted.config()), env, BOOKS, checks,
+                                                       ScenGeneratorConfig(), "test", [lookup]))
+    assert task.startswith("Please mark the book Dune")
+    first = scripted.completion_requests[0]["messages"][0]["content"]
+    assert "the books record whose title is 'Dune' got status 'reserved'" in first and "'B1'" not in first
+    assert "gives the id 'B1'" in problems[0]
+    reask = scripted.completion_requests[1]["messages"][-1]["content"]
+    assert "never write 'B1'" in reask
