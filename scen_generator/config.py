@@ -1,7 +1,7 @@
 """Typed configuration of the scen_generator stage and the names of its files in a run dir."""
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Optional
 
 from envscaler_core.config import StageConfig
 
@@ -58,6 +58,12 @@ class ScenGeneratorConfig(StageConfig):
             after ``task_attempts``: ``reask`` drops the state; ``append`` keeps the last request
             with "Use these exact values: ..." added (recorded in the scenario's notes; for models
             too small to restate many values, e.g. the 0.5B demo).
+        solve_samples: After a scenario is proven, roll the configured agent (role ``agent``)
+            out this many times on it in task mode and record its pass rate
+            (``agent_pass_rate``); 0 turns this off. ``export`` keeps RL scenarios whose pass
+            rate lies in a band (default 0 < p < 1).
+        solve_max_steps / solve_temperature / solve_max_tokens / solve_agent_mode: How those
+            episodes run (agent turns, sampling temperature, tokens per turn, fc or text).
     """
 
     per_env: int = 50
@@ -89,3 +95,8 @@ class ScenGeneratorConfig(StageConfig):
     plan_attempts: int = 3
     plan_task_min_words: int = 12
     plan_missing_values: Literal["reask", "append"] = "reask"
+    solve_samples: int = 0
+    solve_max_steps: int = 10
+    solve_temperature: Optional[float] = 0.7
+    solve_max_tokens: Optional[int] = 512
+    solve_agent_mode: Literal["fc", "text"] = "fc"

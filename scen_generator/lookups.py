@@ -15,9 +15,10 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Iterator
 
 from envscaler_core.artifacts import EnvSpec, ToolCall
+from envscaler_core.runtime import Sandbox
 
 from scen_generator.diff_checks import DiffCheck
-from scen_generator.sandbox import Sandbox, is_query_tool
+from scen_generator.probes import is_query_tool
 
 _MAX_DESCRIPTION = 60
 

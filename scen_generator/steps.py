@@ -11,6 +11,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from envscaler_core.artifacts import ChecklistItem, EnvSpec, Scenario, ValidationReport
+from envscaler_core.rollout import ChecklistReward, RolloutEngine, RolloutSettings, ScenarioEnvs
+from envscaler_core.rollout.solvability import measure_pass_rate
+from envscaler_core.scoring import Scorer
 from envscaler_core.runner import ItemStats, StageContext, process_items
 from envscaler_core.store import JsonlStore
 
@@ -178,4 +181,16 @@ class Steps:
     async def _validate_item(self, scenario: Scenario) -> Scenario:
         env = self._env(scenario)
         validator = Validator(self.client, self.sandbox, self.cfg, self.label("validate"))
-        return await validator.validate(env, scenario.model_copy(deep=True))
+        result = await validator.validate(env, scenario.model_copy(deep=True))
+        if result.status == "proven" and self.cfg.solve_samples > 0:
+            rate = await measure_pass_rate(self._solver(), env, result, self.cfg.solve_samples)
+            setattr(result, "agent_pass_rate", rate.model_dump())
+        return result
+
+    def _solver(self) -> RolloutEngine:
+        """The configured agent in task mode over this stage's sandbox."""
+        cfg = self.cfg
+        settings = RolloutSettings(mode="task", agent_mode=cfg.solve_agent_mode, max_steps=cfg.solve_max_steps,
+                                   temperature=cfg.solve_temperature, max_tokens=cfg.solve_max_tokens)
+        reward = ChecklistReward(Scorer(self.sandbox), progress=False)
+        return RolloutEngine(ScenarioEnvs(self.sandbox), self.ctx.client("agent"), settings, reward_hook=reward)

@@ -98,3 +98,23 @@ def test_user_mode_with_text_agent(scripted_env, tmp_path):
     [t] = JsonlStore(tmp_path / "trajectories.jsonl", Trajectory).read_all()
     assert (t.mode, t.agent_mode, t.termination) == ("user", "text", "user_stop")
     assert t.reward.final == 1.0 and t.flags == [] and t.user_messages
+
+
+def test_filter_keeps_the_rl_scenarios_the_agent_solves_sometimes(scripted_env, tmp_path):
+    checkout = planned(CHECKOUT_PLAN, by_task={"Emma": RETURN_PLAN})
+    first_turns = []
+
+    def policy(request):  # one checkout episode gives up at once; the other and both returns succeed
+        opening = sum(m["role"] == "assistant" for m in request["messages"]) == 0
+        if opening and "Emma" not in request["messages"][1]["content"]:
+            first_turns.append(1)
+            if len(first_turns) == 2:
+                return Reply.text("I cannot do that.")
+        return checkout(request)
+    scripted_env.policy = policy
+    assert run_cmd(tmp_path, "--samples", "2") == 0
+    rl = tmp_path / "rl.jsonl"
+    assert main(["filter", "--trajectories", str(tmp_path / "trajectories.jsonl"), "--out", str(tmp_path / "sft.jsonl"),
+                 "--scenarios", str(SCENARIOS), "--rl-out", str(rl)]) == 0
+    from envscaler_core.artifacts import Scenario
+    assert [s.id for s in JsonlStore(rl, Scenario).read_all()] == ["library-checkout"]  # 1/2; return is 2/2

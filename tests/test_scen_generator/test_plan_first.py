@@ -230,7 +230,7 @@ class QuerySandbox:
 
     def replay(self, env, state, calls):
         from envscaler_core.runtime import CallResult
-        from scen_generator.sandbox import Replay
+        from envscaler_core.runtime import Replay
         results = []
         for call in calls:
             if call.name == "list_books":
@@ -276,3 +276,31 @@ def test_the_request_describes_a_hidden_record_and_never_gives_its_id(scripted):
     assert "gives the id 'B1'" in problems[0]
     reask = scripted.completion_requests[1]["messages"][-1]["content"]
     assert "never write 'B1'" in reask
+
+
+def test_the_agent_is_rolled_out_on_each_proven_scenario_and_its_pass_rate_recorded(model, scripted_env, tmp_path):
+    import json
+    episodes = []
+
+    def agent(request):  # the first episode follows the reference, the second gives up at once
+        if not request.get("tools"):
+            return None
+        turn = sum(m["role"] == "assistant" for m in request["messages"])
+        if turn == 0:
+            episodes.append(len(episodes))
+        if episodes[-1] == 1 or turn >= len(REFERENCE):
+            return Reply.text("Done." if episodes[-1] == 0 else "I cannot do that.")
+        return Reply.tool_call(REFERENCE[turn].name, REFERENCE[turn].arguments)
+    model.overrides["text"] = agent
+    answers = iter([Reply.json({"analysis": "", "task": TASK + " The loan to close is L001."})])
+    model.overrides["TaskDraft"] = lambda r: next(answers, None)
+    assert cli(tmp_path, "run", "--per-env", "1", "--set", "solve_samples=2") == 0
+    s = read(tmp_path / "scenarios.jsonl")[0]
+    assert s.status == "proven"
+    assert s.model_extra["agent_pass_rate"] == {"samples": 2, "passes": 1, "rewards": [1.0, 0.0], "errors": 0,
+                                                "pass_rate": 0.5}
+    for band, kept in (("0,1", 1), ("0.5,1", 0)):
+        out = tmp_path / f"export-{band}"
+        assert main(["export", "--scenarios", str(tmp_path / "scenarios.jsonl"), "--out", str(out),
+                     "--pass-band", band]) == 0
+        assert len(json.loads((out / "rl_scenarios.json").read_text())) == kept
