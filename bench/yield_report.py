@@ -4,7 +4,11 @@ Reads what ``python -m pipeline`` (or the two stages run by hand into one ``--ou
 disk and prints, per environment and in total: methods the model wrote correctly at the first
 try / after samples, routine (scaffold) methods, tools dropped by inspection, the LLM checker's
 false alarms on known-good methods, scenarios proven; LLM calls and tokens per kept environment
-and per proven scenario; wall time per stage. Nothing is re-run and no model is needed.
+and per proven scenario; wall time per stage. Issue 17 adds the keep-rule's two scores per
+environment (before pruning, which decides, and after it), and per proven scenario its
+state-changing calls, lookups (ids the request leaves out) and the agent's pass rate (measured by
+scen_generator's ``solve_samples``, else from ``rollouts_task/trajectories.jsonl``).
+Nothing is re-run and no model is needed.
 
     .venv/bin/python bench/yield_report.py --run runs/yield15-v2 [--json OUT.json]
 """
@@ -20,7 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from envscaler_core.artifacts import EnvSpec, Scenario  # noqa: E402
+from envscaler_core.artifacts import EnvSpec, Scenario, Trajectory  # noqa: E402
+from envscaler_core.rollout.metrics import success_counts  # noqa: E402
+from envscaler_core.rollout.solvability import scenario_pass_rate  # noqa: E402
 from envscaler_core.progress import format_table  # noqa: E402
 from envscaler_core.store import JsonlStore, read_json  # noqa: E402
 from yield_skel import method_outcomes, method_stats  # noqa: E402
@@ -51,9 +57,47 @@ def env_rows(run: Path) -> list[dict]:
                      "tools": len(env.tools), "model_methods": methods["methods_asked"],
                      "first_try_ok": methods["first_try_ok"], "ok_after_samples": methods["ok_after_samples"],
                      "dropped_tools": len(env.inspection.dropped_tools) if env.inspection else 0,
+                     "keep_score": round(env.inspection.score, 3) if env.inspection else None,
+                     "pruned_score": _round(env.inspection.pruned_score) if env.inspection else None,
                      "false_alarms": f"{cal.get('false_alarms', 0)}/{cal.get('controls_judged', 0)}",
                      "scenarios": generated.get(env.env_id, 0), "proven": proven.get(env.env_id, 0)})
     return rows
+
+
+def _round(value, digits: int = 3):
+    return round(value, digits) if value is not None else None
+
+
+def scenario_rows(run: Path) -> list[dict]:
+    """One row per proven scenario: how hard it is and how often the agent solved it."""
+    rollouts = _read(run / "rollouts_task" / "trajectories.jsonl", Trajectory)
+    rolled = {sid: passes / n for sid, (passes, n) in success_counts(rollouts).items() if n}
+    rows = []
+    for s in _read(run / "scenarios.jsonl", Scenario):
+        if s.status != "proven":
+            continue
+        extra = s.model_extra or {}
+        measured = extra.get("agent_pass_rate") or {}
+        rows.append({"scenario": s.id, "calls": extra.get("state_changing_calls", len(s.reference_solution)),
+                     "lookups": len(extra.get("lookups") or []), "checks": len(s.checklist_with_func),
+                     "agent_samples": measured.get("samples"), "agent_pass_rate": _round(scenario_pass_rate(s), 2),
+                     "rollout_pass_rate": _round(rolled.get(s.id), 2),
+                     "task": s.task[:90]})
+    return rows
+
+
+def scenario_totals(rows: list[dict]) -> dict:
+    """Shares over the proven scenarios (None when there are none)."""
+    n = len(rows)
+    rates = [r["agent_pass_rate"] for r in rows if r["agent_pass_rate"] is not None]
+    rolled = [r["rollout_pass_rate"] for r in rows if r["rollout_pass_rate"] is not None]
+    hard = sum(r["calls"] >= 2 and r["lookups"] >= 1 for r in rows)
+    return {"proven_with_2plus_calls_and_a_lookup": f"{hard}/{n}" if n else None,
+            "share_2plus_calls_and_a_lookup": _round(hard / n, 2) if n else None,
+            "mean_calls_per_task": _round(sum(r["calls"] for r in rows) / n, 2) if n else None,
+            "mean_lookups_per_task": _round(sum(r["lookups"] for r in rows) / n, 2) if n else None,
+            "agent_pass_at_1_solve": _round(sum(rates) / len(rates), 2) if rates else None,
+            "agent_pass_at_1_rollouts": _round(sum(rolled) / len(rolled), 2) if rolled else None}
 
 
 def totals(run: Path, rows: list[dict]) -> dict:
@@ -88,13 +132,16 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.run / "envs.jsonl").exists():
         parser.error(f"{args.run}: no envs.jsonl (not a pipeline run directory?)")
     rows = env_rows(args.run)
-    total = totals(args.run, rows)
+    scenarios = scenario_rows(args.run)
+    total = {**totals(args.run, rows), **scenario_totals(scenarios)}
     keys = ["env", "status", "tools", "model_methods", "first_try_ok", "ok_after_samples",
-            "dropped_tools", "false_alarms", "scenarios", "proven"]
+            "dropped_tools", "keep_score", "pruned_score", "false_alarms", "scenarios", "proven"]
     print(format_table(f"yield per environment ({args.run})", [[r[k] for k in keys] for r in rows], keys))
+    skeys = ["scenario", "calls", "lookups", "checks", "agent_samples", "agent_pass_rate", "rollout_pass_rate", "task"]
+    print(format_table("proven scenarios", [[r[k] for k in skeys] for r in scenarios], skeys))
     print(format_table("yield in total", list(total.items()), ["measure", "value"]))
     if args.json:
-        args.json.write_text(json.dumps({"environments": rows, "total": total}, indent=1))
+        args.json.write_text(json.dumps({"environments": rows, "scenarios": scenarios, "total": total}, indent=1))
     return 0
 
 

@@ -37,6 +37,10 @@ def test_demo_config_end_to_end_on_the_scripted_server(tmp_path):
         assert [e["status"] for e in envs].count("accepted") >= 1
         scenarios = _records(out / "scenarios.jsonl")
         assert any(s["status"] == "proven" for s in scenarios)
+        for s in scenarios:  # two calls over several records; the request gives the title, not B1
+            if s["status"] == "proven":
+                assert s["state_changing_calls"] == 2 and [lk["key"] for lk in s["lookups"]] == ["B1"]
+                assert "B1" not in s["task"] and "Dune" in s["task"]
         for mode in ("task", "user"):
             trajectories = _records(out / f"rollouts_{mode}" / "trajectories.jsonl")
             assert trajectories and all(t["reward"]["final"] == 1.0 for t in trajectories), mode
@@ -48,6 +52,8 @@ def test_demo_config_end_to_end_on_the_scripted_server(tmp_path):
         assert report["total"]["envs_kept"] == [e["status"] for e in envs].count("accepted")
         assert report["total"]["proven"] == sum(s["status"] == "proven" for s in scenarios) > 0
         assert report["total"]["calls_per_proven"] > 0 and report["total"]["envs_with_proven_scenario"] >= 1
+        assert report["total"]["share_2plus_calls_and_a_lookup"] == 1.0
+        assert report["total"]["agent_pass_at_1_rollouts"] == 1.0
         # a second run resumes everything and pays for no LLM call
         again = _run_pipeline(out, env, timeout=600)
         assert again.returncode == 0, again.stderr[-2000:]
