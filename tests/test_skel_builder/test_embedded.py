@@ -54,3 +54,8 @@ def test_one_env_from_one_bundled_task_with_the_embedded_model(tmp_path):
         assert env.status in ("accepted", "rejected") and env.inspection is not None
         assert env.inspection.reason  # an honest reason either way
         assert env.inspection.accepted == (env.status == "accepted")
+        report = env.inspection  # the paper's keep-rule: every round of every tool, before pruning
+        if report.rounds:
+            assert report.score == (report.pass_count + report.warning_count) / report.rounds
+            assert report.rounds == sum(len(v) for v in report.per_tool.values())
+            assert report.accepted == (report.score >= report.threshold and not report.lost_entities)
