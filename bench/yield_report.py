@@ -76,11 +76,11 @@ def scenario_rows(run: Path) -> list[dict]:
     for s in _read(run / "scenarios.jsonl", Scenario):
         if s.status != "proven":
             continue
-        extra = s.model_extra or {}
-        measured = extra.get("agent_pass_rate") or {}
-        rows.append({"scenario": s.id, "calls": extra.get("state_changing_calls", len(s.reference_solution)),
-                     "lookups": len(extra.get("lookups") or []), "checks": len(s.checklist_with_func),
-                     "agent_samples": measured.get("samples"), "agent_pass_rate": _round(scenario_pass_rate(s), 2),
+        calls = s.state_changing_calls if s.state_changing_calls is not None else len(s.reference_solution)
+        rows.append({"scenario": s.id, "calls": calls,
+                     "lookups": len(s.lookups), "checks": len(s.checklist_with_func),
+                     "agent_samples": s.agent_pass_rate.samples if s.agent_pass_rate else None,
+                     "agent_pass_rate": _round(scenario_pass_rate(s), 2),
                      "rollout_pass_rate": _round(rolled.get(s.id), 2),
                      "task": s.task[:90]})
     return rows

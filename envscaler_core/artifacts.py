@@ -236,6 +236,28 @@ class ValidationReport(ArtifactModel):
     mutants: list[dict[str, Any]] = Field(default_factory=list)
 
 
+class LookupRecord(ArtifactModel):
+    """An id a ``plan_first`` request leaves out: the record, how the request names it, and the
+    query tool that shows the id next to that description."""
+
+    container: str
+    key: str
+    field: str
+    value: str
+    tool: str
+
+
+class AgentPassRate(ArtifactModel):
+    """The configured agent's record on a proven scenario (``solve_samples`` episodes)."""
+
+    samples: int = 0
+    """Scored episodes (endpoint failures are not episodes: see ``errors``)."""
+    passes: int = 0
+    rewards: list[float] = Field(default_factory=list)
+    errors: int = 0
+    pass_rate: Optional[float] = None
+
+
 class Scenario(Record):
     """One initial state, a task on it, its checklist with checkers, and the proof of its reward."""
 
@@ -252,6 +274,12 @@ class Scenario(Record):
     """Rules the initial state breaks (``state_rules: record``)."""
     task_notes: list[str] = Field(default_factory=list)
     """Problems of earlier task drafts (``plan_first``)."""
+    state_changing_calls: Optional[int] = None
+    """State-changing calls of the reference (``plan_first``)."""
+    lookups: list[LookupRecord] = Field(default_factory=list)
+    """Ids the request does not give; the agent must look them up (``plan_first``)."""
+    agent_pass_rate: Optional[AgentPassRate] = None
+    """How often the configured agent solved it after the proof (``solve_samples``)."""
 
     def model_post_init(self, __context: Any) -> None:
         if not self.task_id:

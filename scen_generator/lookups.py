@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from typing import Any, Iterator
 
-from envscaler_core.artifacts import EnvSpec, ToolCall
+from envscaler_core.artifacts import EnvSpec, LookupRecord as Lookup, ToolCall
 from envscaler_core.runtime import Sandbox
 
 from scen_generator.diff_checks import DiffCheck
@@ -23,22 +23,9 @@ from scen_generator.probes import is_query_tool
 _MAX_DESCRIPTION = 60
 
 
-@dataclass(frozen=True)
-class Lookup:
-    """One id the request does not give, and how the agent can find it."""
-
-    container: str
-    key: str
-    field: str
-    value: str
-    tool: str
-
-    @property
-    def description(self) -> str:
-        return f"the {self.container} record whose {self.field} is '{self.value}'"
-
-    def as_dict(self) -> dict[str, str]:
-        return asdict(self)
+def description(lookup: Lookup) -> str:
+    """How the request writer is shown the record (never its id)."""
+    return f"the {lookup.container} record whose {lookup.field} is '{lookup.value}'"
 
 
 def _leaves(value: Any) -> Iterator[Any]:
@@ -118,7 +105,7 @@ def find_lookups(sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[ToolCa
             tool = next((r.tool for r in replay.results
                          if r.ok and _shows(r.observation, key, value)), None)
             if tool:
-                found.append(Lookup(container, key, name, value, tool))
+                found.append(Lookup(container=container, key=key, field=name, value=value, tool=tool))
                 break
         if len(found) >= wanted:
             break
@@ -136,8 +123,8 @@ def hide_ids(checks: list[DiffCheck], lookups: list[Lookup]) -> list[DiffCheck]:
     for check in checks:
         item, values = check.item, list(check.values)
         for lookup in lookups:
-            item = item.replace(f"the {lookup.container} record '{lookup.key}'", lookup.description)
-            item = item.replace(f"'{lookup.key}'", f"<the id of {lookup.description}>")
+            item = item.replace(f"the {lookup.container} record '{lookup.key}'", description(lookup))
+            item = item.replace(f"'{lookup.key}'", f"<the id of {description(lookup)}>")
             if lookup.key in values:
                 values = [v for v in values if v != lookup.key]
                 if lookup.value not in values:

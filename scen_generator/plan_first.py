@@ -22,7 +22,7 @@ from envscaler_core.runtime import Replay, Sandbox, state_hash
 from scen_generator.config import ScenGeneratorConfig
 from scen_generator.context import introduction, rules_text, state_text, tools_text
 from scen_generator.diff_checks import DiffCheck, diff_checks, missing_values, volatile_paths
-from scen_generator.lookups import Lookup, find_lookups, given_ids, hide_ids, touched_records
+from scen_generator.lookups import Lookup, description, find_lookups, given_ids, hide_ids, touched_records
 from scen_generator.reference import reference_model
 from scen_generator.probes import is_query_tool
 from scen_generator.tasks import TaskDraft, clean_task, task_problem
@@ -188,14 +188,14 @@ def _task_problems(task: str, checks: list[DiffCheck], min_words: int,
         fixes.append(f"mention {shown} exactly as written")
     for lookup in given_ids(task, list(lookups)):
         problems.append(f"the request gives the id '{lookup.key}', which the user does not know")
-        fixes.append(f"call it {lookup.description} and never write '{lookup.key}'")
+        fixes.append(f"call it {description(lookup)} and never write '{lookup.key}'")
     return problems, fixes
 
 
 def _lookup_note(lookups: list[Lookup]) -> str:
     if not lookups:
         return ""
-    named = "; ".join(lk.description for lk in lookups)
+    named = "; ".join(description(lk) for lk in lookups)
     return ("\n4. The user does not know the ids of these records and describes them instead: " + named +
             ". Describe each the same way and never write its id; the assistant will look it up.")
 

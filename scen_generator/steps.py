@@ -159,8 +159,8 @@ class Steps:
         if problems:  # earlier drafts' problems, and whether the missing values were appended
             done.task_notes = problems
         # How hard the task is: state-changing calls of the reference, ids the agent must look up.
-        setattr(done, "state_changing_calls", len(calls))
-        setattr(done, "lookups", [lk.as_dict() for lk in lookups])
+        done.state_changing_calls = len(calls)
+        done.lookups = list(lookups)
         return done
 
     async def _checker_item(self, scenario: Scenario) -> Scenario:
@@ -184,7 +184,7 @@ class Steps:
         result = await validator.validate(env, scenario.model_copy(deep=True))
         if result.status == "proven" and self.cfg.solve_samples > 0:
             rate = await measure_pass_rate(self._solver(), env, result, self.cfg.solve_samples)
-            setattr(result, "agent_pass_rate", rate.model_dump())
+            result.agent_pass_rate = rate
         return result
 
     def _solver(self) -> RolloutEngine:

@@ -8,11 +8,9 @@ SFT wants the trajectories that solved them (reward 1.0).
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional
+from typing import Iterable, Optional
 
-from pydantic import BaseModel, Field
-
-from envscaler_core.artifacts import EnvSpec, Scenario, Trajectory
+from envscaler_core.artifacts import AgentPassRate, EnvSpec, Scenario, Trajectory
 from envscaler_core.rollout.engine import RolloutEngine, run_episodes
 from envscaler_core.rollout.metrics import is_success
 from envscaler_core.rollout.tasks import episode_tasks
@@ -20,27 +18,16 @@ from envscaler_core.rollout.tasks import episode_tasks
 DEFAULT_BAND = (0.0, 1.0)
 
 
-class PassRate(BaseModel):
-    """The agent's record on one scenario."""
-
-    samples: int = 0
-    """Scored episodes (endpoint failures are not episodes: see ``errors``)."""
-    passes: int = 0
-    rewards: list[float] = Field(default_factory=list)
-    errors: int = 0
-    pass_rate: Optional[float] = None
-
-
-def pass_rate_of(trajectories: Iterable[Trajectory], errors: int = 0) -> PassRate:
+def pass_rate_of(trajectories: Iterable[Trajectory], errors: int = 0) -> AgentPassRate:
     """Pass rate over scored ``trajectories``; None when there were none."""
     done = list(trajectories)
     passes = sum(is_success(t) for t in done)
-    return PassRate(samples=len(done), passes=passes, rewards=[round(t.reward.final, 4) for t in done],
+    return AgentPassRate(samples=len(done), passes=passes, rewards=[round(t.reward.final, 4) for t in done],
                     errors=errors, pass_rate=passes / len(done) if done else None)
 
 
 async def measure_pass_rate(engine: RolloutEngine, env: EnvSpec, scenario: Scenario, k: int,
-                            seed: int = 0) -> PassRate:
+                            seed: int = 0) -> AgentPassRate:
     """Rolls the engine's agent out ``k`` times on ``scenario`` (one at a time)."""
     failures: list[BaseException] = []
     tasks = episode_tasks([scenario], {env.env_id: env}, k, seed)
@@ -61,12 +48,10 @@ def parse_band(text: str) -> tuple[float, float]:
     return low, high
 
 
-def scenario_pass_rate(scenario: Any) -> Optional[float]:
+def scenario_pass_rate(scenario: Scenario) -> Optional[float]:
     """The agent pass rate recorded on a scenario by scen_generator (None when not measured)."""
-    extra = getattr(scenario, "model_extra", None) or {}
-    record = extra.get("agent_pass_rate")
-    return record.get("pass_rate") if isinstance(record, dict) else None
+    return scenario.agent_pass_rate.pass_rate if scenario.agent_pass_rate else None
 
 
-__all__ = ["DEFAULT_BAND", "PassRate", "in_band", "measure_pass_rate", "parse_band", "pass_rate_of",
+__all__ = ["DEFAULT_BAND", "in_band", "measure_pass_rate", "parse_band", "pass_rate_of",
            "scenario_pass_rate"]

@@ -87,7 +87,7 @@ def test_plan_first_proves_a_scenario_with_checkers_from_the_executed_diff(model
     s = read(tmp_path / "scenarios.jsonl")[0]
     assert s.status == "proven", s.validation.reasons
     assert s.reference_solution == REFERENCE  # the rejected call was dropped without asking
-    assert s.model_extra["state_changing_calls"] == 3 and s.model_extra["lookups"] == []
+    assert s.state_changing_calls == 3 and s.lookups == []
     assert s.task.endswith("L001.")
     reask = requests_of(scripted_env, "TaskDraft")[1]["messages"][-1]["content"]
     assert "never mentions 'L001'" in reask
@@ -263,7 +263,7 @@ def test_the_request_describes_a_hidden_record_and_never_gives_its_id(scripted):
     from scen_generator.plan_first import generate_planned_task
     after = {"books": {**BOOKS["books"], "B1": dict(BOOKS["books"]["B1"], status="reserved")}}
     checks = diff_checks({"books": BOOKS["books"]}, after, argument_values=["B1", "reserved"])
-    lookup = Lookup("books", "B1", "title", "Dune", "list_books")
+    lookup = Lookup(container="books", key="B1", field="title", value="Dune", tool="list_books")
     drafts = iter(["Please reserve book B1 for me, I really want to read it this weekend.",
                    "Please mark the book Dune as reserved, I really want to read it this weekend."])
     scripted.policy = lambda request: Reply.json({"analysis": "", "task": next(drafts)})
@@ -297,8 +297,8 @@ def test_the_agent_is_rolled_out_on_each_proven_scenario_and_its_pass_rate_recor
     assert cli(tmp_path, "run", "--per-env", "1", "--set", "solve_samples=2") == 0
     s = read(tmp_path / "scenarios.jsonl")[0]
     assert s.status == "proven"
-    assert s.model_extra["agent_pass_rate"] == {"samples": 2, "passes": 1, "rewards": [1.0, 0.0], "errors": 0,
-                                                "pass_rate": 0.5}
+    assert s.agent_pass_rate.model_dump() == {"samples": 2, "passes": 1, "rewards": [1.0, 0.0], "errors": 0,
+                                              "pass_rate": 0.5}
     for band, kept in (("0,1", 1), ("0.5,1", 0)):
         out = tmp_path / f"export-{band}"
         assert main(["export", "--scenarios", str(tmp_path / "scenarios.jsonl"), "--out", str(out),
