@@ -28,13 +28,14 @@ def description(lookup: Lookup) -> str:
     return f"the {lookup.container} record whose {lookup.field} is '{lookup.value}'"
 
 
-def _leaves(value: Any) -> Iterator[Any]:
+def leaves(value: Any) -> Iterator[Any]:
+    """The scalar values inside nested dicts and lists."""
     if isinstance(value, dict):
         for inner in value.values():
-            yield from _leaves(inner)
+            yield from leaves(inner)
     elif isinstance(value, list):
         for inner in value:
-            yield from _leaves(inner)
+            yield from leaves(inner)
     else:
         yield value
 
@@ -48,7 +49,7 @@ def _records(state: dict) -> Iterator[tuple[str, dict]]:
 def planned_ids(state: dict, calls: list[ToolCall]) -> list[tuple[str, str]]:
     """``(container, key)`` of existing records whose id the plan passes as an argument, in order."""
     found: list[tuple[str, str]] = []
-    values = [v for c in calls for v in _leaves(c.arguments) if isinstance(v, str) and len(v) >= 2]
+    values = [v for c in calls for v in leaves(c.arguments) if isinstance(v, str) and len(v) >= 2]
     for value in values:
         for container, table in _records(state):
             if value in table and (container, value) not in found:

@@ -22,7 +22,8 @@ from envscaler_core.runtime import Replay, Sandbox, state_hash
 from scen_generator.config import ScenGeneratorConfig
 from scen_generator.context import introduction, rules_text, state_text, tools_text
 from scen_generator.diff_checks import DiffCheck, diff_checks, missing_values, volatile_paths
-from scen_generator.lookups import Lookup, description, find_lookups, given_ids, hide_ids, touched_records
+from scen_generator.lookups import (Lookup, description, find_lookups, given_ids, hide_ids, leaves,
+                                    touched_records)
 from scen_generator.reference import reference_model
 from scen_generator.probes import is_query_tool
 from scen_generator.tasks import TaskDraft, clean_task, task_problem
@@ -143,18 +144,7 @@ def _plan_shortfall(sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[Too
 
 def _argument_values(calls: list[ToolCall]) -> Iterator[Any]:
     for call in calls:
-        yield from _leaves(call.arguments)
-
-
-def _leaves(value: Any) -> Iterator[Any]:
-    if isinstance(value, dict):
-        for inner in value.values():
-            yield from _leaves(inner)
-    elif isinstance(value, list):
-        for inner in value:
-            yield from _leaves(inner)
-    else:
-        yield value
+        yield from leaves(call.arguments)
 
 
 def planned_checks(sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[ToolCall],
