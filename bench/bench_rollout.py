@@ -1,21 +1,32 @@
-"""Rollout engine throughput against a scripted model server with a fixed latency.
+"""Rollout speed: CPU per episode of the whole process tree, time to first episode, steady rate.
 
-Each episode is 4 agent turns (3 tool calls on the sandboxed library fixture, then a text
-answer), scored with checklist rewards (final + per-step progress + reference state match).
-For every latency and concurrency it reports episodes/s, the ideal
-``concurrency / (turns x latency)`` and the ratio; at 0 ms latency the harness overhead per
-agent turn (everything except model latency: HTTP, client, sandbox call, bookkeeping, rewards
-amortised) is ``wall / (episodes x turns)`` at concurrency 1.
+The issue-18 setup: a 7-tool environment (``bench/_rollout_fixture.py``), 4 LLM calls per episode
+(3 tool calls, then a text answer) answered by the scripted OpenAI-compatible server in its OWN
+process with a fixed latency, scored with 5 checkers (final + per-step progress + reference state
+match). Each (latency, concurrency) setting runs as a fresh command (``--setting``), the way
+``interact_with_env run`` would, so start-up is measured too. Reported per setting:
 
-Run:  .venv/bin/python bench/bench_rollout.py [--episodes 200] [--latencies 0 0.1] [--concurrency 1 8 64]
+* ``first_s``: seconds from the command's start to the first finished (scored) episode;
+* ``eps``: steady-state episodes/s (completions between 20 % and 90 % of the run);
+* ``ideal`` / ``ratio``: ``concurrency / (4 x latency)`` and ``eps / ideal`` (latency > 0);
+* ``cpu_ms``: CPU ms per episode of the command's whole process tree (driver, sandbox hosts, session
+  and checker processes) in the steady window; ``cpu_total_ms``: the same over the whole command,
+  start-up included (all descendants reaped); ``server_ms``: the scripted server's CPU per episode
+  (accounted apart: a real endpoint is not on this machine);
+* ``rewards``: a digest of every episode's reward (identical before/after a speed change).
+
+Run:  .venv/bin/python bench/bench_rollout.py [--latencies 0 0.1] [--concurrency 1 8 64] [--episodes N]
+(default episodes per setting: 16 x concurrency, between 40 and 1000).
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
 import contextlib
+import hashlib
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -24,96 +35,160 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("ENVSCALER_NO_PROGRESS", "1")
-
-from envscaler_core.artifacts import Trajectory  # noqa: E402
-from envscaler_core.llm import LLMClient, LLMConfig  # noqa: E402
-from envscaler_core.original_format import load_envs, load_scenarios  # noqa: E402
-from envscaler_core.progress import format_table  # noqa: E402
-from envscaler_core.rollout import (ChecklistReward, RolloutEngine, RolloutSettings, ScenarioEnvs,  # noqa: E402
-                                    episode_tasks, run_episodes)
-from envscaler_core.runtime import Sandbox  # noqa: E402
-from envscaler_core.scoring import Scorer  # noqa: E402
-from envscaler_core.store import JsonlStore  # noqa: E402
-from envscaler_core.testing.scripted_server import Reply, ScriptedServer  # noqa: E402
-
-FIXTURES = ROOT / "tests" / "test_interact_with_env" / "fixtures"
-PLAN = [Reply.tool_call("list_books"), Reply.tool_call("get_book", {"book_id": "B1"}),
-        Reply.tool_call("checkout_book", {"book_id": "B1", "member_id": "M1"}), Reply.text("Task Completed")]
-TURNS = len(PLAN)
+TURNS = 4
+TICK = os.sysconf("SC_CLK_TCK")
 
 
-def policy(request: dict) -> Reply:
-    """Replays :data:`PLAN` turn by turn (stateless, so safe for concurrent episodes)."""
-    return PLAN[min(sum(m["role"] == "assistant" for m in request["messages"]), TURNS - 1)]
+def policy(request: dict):
+    """3 tool calls then the answer, by turn (stateless, so safe for concurrent episodes)."""
+    from envscaler_core.testing.scripted_server import Reply
 
-
-@contextlib.contextmanager
-def server_process(latency: float):
-    """The scripted server in its own process (a real endpoint is not in the engine's process)."""
-    proc = subprocess.Popen([sys.executable, __file__, "--serve", str(latency)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
-    try:
-        yield proc.stdout.readline().strip()
-    finally:
-        proc.stdin.close()
-        proc.wait(timeout=10)
+    plan = [Reply.tool_call("get_member", {"member_id": "M1"}), Reply.tool_call("get_book", {"book_id": "B1"}),
+            Reply.tool_call("checkout_book", {"book_id": "B1", "member_id": "M1"}), Reply.text("Task Completed")]
+    return plan[min(sum(m["role"] == "assistant" for m in request["messages"]), TURNS - 1)]
 
 
 def serve(latency: float) -> None:
     """Runs the scripted server until stdin closes (``--serve`` mode)."""
+    from envscaler_core.testing.scripted_server import ScriptedServer
+
     with ScriptedServer(policy=policy, latency_s=latency) as server:
         print(server.base_url, flush=True)
         sys.stdin.read()
 
 
-async def one_setting(latency: float, concurrency: int, episodes: int, reward: bool, out: Path) -> dict:
-    envs, scenarios = load_envs(FIXTURES / "envs.jsonl"), load_scenarios(FIXTURES / "scenarios.jsonl")
-    checkout = [s for s in scenarios if s.id == "library-checkout"]
-    tasks = episode_tasks(checkout, envs, episodes)
-    store = JsonlStore(out / f"traj_{int(latency * 1000)}ms_c{concurrency}.jsonl", Trajectory)
-    store.rewrite([])
-    with server_process(latency) as base_url, Sandbox(concurrency) as sandbox:
-        client = LLMClient(LLMConfig(base_url=base_url, api_key="sk-bench", model="scripted", concurrency=concurrency,
-                                     timeout_s=60, max_retries=2, backoff_base_s=0.01, cache=False))
-        hook = ChecklistReward(Scorer(sandbox)) if reward else None
-        engine = RolloutEngine(ScenarioEnvs(sandbox), client, RolloutSettings(max_steps=TURNS + 1), reward_hook=hook)
-        await run_episodes(engine, tasks[:1], 1)  # warm-up: imports, reference replay, first worker
-        started = time.perf_counter()
-        done = await run_episodes(engine, tasks, concurrency, on_done=store.append)
-        wall = time.perf_counter() - started
-    ok = sum(t.reward.final == 1.0 for t in done) if reward else len(done)
-    eps = len(done) / wall
+@contextlib.contextmanager
+def server_process(latency: float):
+    proc = subprocess.Popen([sys.executable, __file__, "--serve", str(latency)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        yield proc, proc.stdout.readline().strip()
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=10)
+
+
+def _stat(pid: int) -> tuple[int, float]:
+    """(parent pid, own + reaped children's CPU seconds) of a live process."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[1]), sum(int(x) for x in fields[11:15]) / TICK
+
+
+def tree_cpu() -> float:
+    """CPU seconds of this process, its reaped descendants and every live descendant."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
+    children: dict[int, list[tuple[int, float]]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                ppid, cpu = _stat(int(name))
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append((int(name), cpu))
+    stack = [os.getpid()]
+    while stack:
+        for pid, cpu in children.get(stack.pop(), []):
+            total += cpu
+            stack.append(pid)
+    return total
+
+
+def reward_digest(trajectories) -> str:
+    rewards = sorted(json.dumps(t.reward.model_dump(), sort_keys=True) for t in trajectories)
+    return hashlib.sha256("\n".join(rewards).encode()).hexdigest()[:12]
+
+
+async def run_setting(cfg: dict) -> dict:
+    """One setting in this (fresh) process; times are measured from ``cfg['t0']``."""
+    from envscaler_core.llm import LLMClient, LLMConfig
+    from envscaler_core.rollout import (ChecklistReward, RolloutEngine, RolloutSettings, ScenarioEnvs,
+                                        episode_tasks, run_episodes)
+    from envscaler_core.runtime import Sandbox
+    from envscaler_core.scoring import Scorer
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from _rollout_fixture import bench_env, bench_scenario
+
+    env, scenario = bench_env(), bench_scenario()
+    concurrency, n = cfg["concurrency"], cfg["episodes"]
+    tasks = episode_tasks([scenario], {env.env_id: env}, n)
+    marks = {max(1, n // 5): None, max(2, (9 * n) // 10): None}
+    stamps: list[float] = []
+
+    def on_done(_trajectory) -> None:
+        stamps.append(time.time())
+        if len(stamps) in marks:
+            marks[len(stamps)] = (time.time(), tree_cpu())
+
+    with Sandbox(concurrency) as sandbox:
+        client = LLMClient(LLMConfig(base_url=cfg["base_url"], api_key="sk-bench", model="scripted",
+                                     concurrency=concurrency, timeout_s=60, max_retries=2, backoff_base_s=0.01,
+                                     cache=False))
+        engine = RolloutEngine(ScenarioEnvs(sandbox), client, RolloutSettings(max_steps=TURNS + 1),
+                               reward_hook=ChecklistReward(Scorer(sandbox)))
+        done = await run_episodes(engine, tasks, concurrency, on_done=on_done)
+    (k1, (t1, c1)), (k2, (t2, c2)) = sorted(marks.items())
+    return {"episodes": len(done), "ok": sum(t.reward.final == 1.0 for t in done),
+            "first_s": round(stamps[0] - cfg["t0"], 3), "wall_s": round(stamps[-1] - cfg["t0"], 3),
+            "eps": round((k2 - k1) / (t2 - t1), 2), "cpu_ms": round(1000 * (c2 - c1) / (k2 - k1), 2),
+            "rewards": reward_digest(done)}
+
+
+def one_setting(latency: float, concurrency: int, episodes: int, server, base_url: str) -> dict:
+    """Runs one setting as its own command and adds the whole-tree and server CPU figures."""
+    cfg = {"base_url": base_url, "concurrency": concurrency, "episodes": episodes, "t0": time.time()}
+    before, server_before = resource.getrusage(resource.RUSAGE_CHILDREN), _stat(server.pid)[1]
+    out = subprocess.run([sys.executable, __file__, "--setting", json.dumps(cfg)], capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"setting failed ({out.returncode}):\n{out.stderr[-3000:]}")
+    after, server_after = resource.getrusage(resource.RUSAGE_CHILDREN), _stat(server.pid)[1]
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    total = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     ideal = concurrency / (TURNS * latency) if latency else None
-    return {"latency_ms": int(latency * 1000), "concurrency": concurrency, "episodes": len(done), "ok": ok,
-            "wall_s": round(wall, 2), "episodes_per_s": round(eps, 2),
-            "ideal_episodes_per_s": round(ideal, 2) if ideal else None,
-            "ratio_to_ideal": round(eps / ideal, 3) if ideal else None,
-            "ms_per_turn": round(1000 * wall / (len(done) * TURNS), 2)}
+    return {"latency_ms": round(latency * 1000), "concurrency": concurrency, **row,
+            "ideal": round(ideal, 2) if ideal else None, "ratio": round(row["eps"] / ideal, 3) if ideal else None,
+            "cpu_total_ms": round(1000 * total / row["episodes"], 2),
+            "server_ms": round(1000 * (server_after - server_before) / row["episodes"], 2)}
+
+
+def default_episodes(concurrency: int) -> int:
+    return max(40, min(1000, 16 * concurrency))
 
 
 def main() -> None:
     if sys.argv[1:2] == ["--serve"]:
         serve(float(sys.argv[2]))
         return
+    if sys.argv[1:2] == ["--setting"]:
+        print(json.dumps(asyncio.run(run_setting(json.loads(sys.argv[2])))), flush=True)
+        return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--episodes", type=int, default=200)
+    parser.add_argument("--episodes", type=int, default=None, help="episodes per setting (default: by concurrency)")
     parser.add_argument("--latencies", type=float, nargs="+", default=[0.0, 0.1])
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 64])
-    parser.add_argument("--no-reward", action="store_true", help="skip checker rewards")
     parser.add_argument("--out", type=Path, default=Path("/tmp/envscaler-bench-rollout"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    from envscaler_core.progress import format_table
+
     rows = []
+    load = os.getloadavg()[0]
     for latency in args.latencies:
-        for concurrency in args.concurrency:
-            row = asyncio.run(one_setting(latency, concurrency, args.episodes, not args.no_reward, args.out))
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-    header = ["latency ms", "concurrency", "episodes", "wall s", "episodes/s", "ideal", "ratio", "ms/turn"]
-    table = [[r["latency_ms"], r["concurrency"], f"{r['ok']}/{r['episodes']}", r["wall_s"], r["episodes_per_s"],
-              r["ideal_episodes_per_s"] or "-", r["ratio_to_ideal"] or "-", r["ms_per_turn"]] for r in rows]
-    print(format_table(f"rollout benchmark ({TURNS} agent turns/episode, reward={'off' if args.no_reward else 'on'})",
-                       table, header))
+        with server_process(latency) as (server, base_url):
+            for concurrency in args.concurrency:
+                row = one_setting(latency, concurrency, args.episodes or default_episodes(concurrency), server, base_url)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    header = ["latency ms", "conc", "episodes", "first ep s", "episodes/s", "ideal", "ratio", "CPU ms/ep",
+              "CPU ms/ep total", "server ms/ep", "rewards"]
+    table = [[r["latency_ms"], r["concurrency"], f"{r['ok']}/{r['episodes']}", r["first_s"], r["eps"],
+              r["ideal"] or "-", r["ratio"] or "-", r["cpu_ms"], r["cpu_total_ms"], r["server_ms"], r["rewards"]]
+             for r in rows]
+    print(format_table(f"rollout benchmark ({TURNS} LLM calls, 3 tool calls, 5 checkers per episode; "
+                       f"load {load:.1f} -> {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs)", table, header))
     (args.out / "results.json").write_text(json.dumps(rows, indent=1))
 
 
