@@ -1,6 +1,7 @@
 """The one LLM client every stage uses: async, retrying, caching, accounting.
 
-Talks to any OpenAI-compatible server through the official ``openai`` SDK. With no
+Talks to any OpenAI-compatible server through a lean keep-alive HTTP transport (the ``openai``
+SDK behind a proxy; see ``transport``), with the SDK's error types and classification. With no
 ``base_url`` configured it starts the embedded llama.cpp server (see ``embedded``) and, for that
 backend, constrains tool calls with a JSON schema built from the ``tools`` list.
 """
@@ -13,10 +14,10 @@ import os
 import random
 import time
 import uuid
+import weakref
 from typing import Any, Optional, TypeVar
 
 import openai
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from pydantic import BaseModel, ValidationError
 
 from envscaler_core.artifacts import Usage
@@ -24,6 +25,7 @@ from envscaler_core.llm.cache import ResponseCache, cache_key
 from envscaler_core.llm.config import LLMConfig
 from envscaler_core.llm.schema import (AGENT_TURN, USER_TURN, agent_turn_schema, decode_turn, extract_json,
                                        response_format_for, tool_call_schema, turn_format)
+from envscaler_core.llm.transport import make_transport
 from envscaler_core.llm.usage import UsageMeter
 from envscaler_core.toolformat import parse_text_tool_calls, split_reasoning
 
@@ -77,20 +79,18 @@ def _tool_call(name: str, arguments: Any, call_id: Optional[str] = None) -> dict
 
 
 class _Shared:
-    """Per event loop: one SDK client and one semaphore per endpoint."""
+    """Per event loop: one transport and one semaphore per endpoint (dropped with the loop)."""
 
-    clients: dict[tuple, openai.AsyncOpenAI] = {}
-    semaphores: dict[tuple, asyncio.Semaphore] = {}
+    per_loop: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict]" = weakref.WeakKeyDictionary()
 
     @classmethod
     def get(cls, base_url: str, api_key: str, timeout: float, limit: int):
-        loop = asyncio.get_running_loop()
-        key = (id(loop), base_url, api_key)
-        if key not in cls.clients:
-            cls.clients[key] = openai.AsyncOpenAI(
-                base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
-            cls.semaphores[key] = asyncio.Semaphore(limit)
-        return cls.clients[key], cls.semaphores[key]
+        endpoints = cls.per_loop.setdefault(asyncio.get_running_loop(), {})
+        key = (base_url, api_key)
+        if key not in endpoints:
+            kind = os.environ.get("ENVSCALER_LLM_TRANSPORT", "auto")
+            endpoints[key] = (make_transport(base_url, api_key, timeout, kind), asyncio.Semaphore(limit))
+        return endpoints[key]
 
 
 class LLMClient:
@@ -204,15 +204,15 @@ class LLMClient:
 
     async def _call_with_retries(self, base_url, request, tools, label, stream) -> ChatResult:
         cfg = self.config
-        client, semaphore = _Shared.get(base_url, cfg.api_key or "sk-no-key", cfg.timeout_s,
+        transport, semaphore = _Shared.get(base_url, cfg.api_key or "sk-no-key", cfg.timeout_s,
                                         1 if self.embedded else cfg.concurrency)
         last: Exception | None = None
         for attempt in range(cfg.max_retries + 1):
             started = time.perf_counter()
             try:
                 async with semaphore:
-                    result = await (self._stream(client, request) if stream
-                                    else self._once(client, request))
+                    result = await (self._stream(transport, request) if stream
+                                    else self._once(transport, request))
                 result = self._finish(result, tools, _turn_kind(request))
                 result.usage.latency_s = time.perf_counter() - started
                 result.usage.calls = 1
@@ -242,41 +242,37 @@ class LLMClient:
                 pass
         return delay * (0.5 + random.random() / 2)
 
-    async def _once(self, client: openai.AsyncOpenAI, request: dict) -> ChatResult:
-        response = await client.post("/chat/completions", cast_to=ChatCompletion,
-                                     body=_wire_body(request))
-        if not getattr(response, "choices", None):
+    async def _once(self, transport, request: dict) -> ChatResult:
+        response = await transport.post("/chat/completions", _wire_body(request))
+        choices = response.get("choices") if isinstance(response, dict) else None
+        if not choices:
             raise ValueError("response has no choices")
-        choice = response.choices[0]
-        msg = choice.message
-        calls = [_tool_call(c.function.name, c.function.arguments, c.id) for c in (msg.tool_calls or [])]
-        reasoning = getattr(msg, "reasoning_content", None) or ""
-        usage = Usage(prompt_tokens=getattr(response.usage, "prompt_tokens", 0) or 0,
-                      completion_tokens=getattr(response.usage, "completion_tokens", 0) or 0)
-        return ChatResult(content=msg.content or "", reasoning=reasoning, tool_calls=calls,
-                          finish_reason=choice.finish_reason, usage=usage)
+        choice = choices[0]
+        msg = choice.get("message") or {}
+        calls = [_tool_call(c["function"]["name"], c["function"]["arguments"], c.get("id"))
+                 for c in msg.get("tool_calls") or []]
+        return ChatResult(content=msg.get("content") or "", reasoning=msg.get("reasoning_content") or "",
+                          tool_calls=calls, finish_reason=choice.get("finish_reason"),
+                          usage=_usage(response.get("usage")))
 
-    async def _stream(self, client: openai.AsyncOpenAI, request: dict) -> ChatResult:
+    async def _stream(self, transport, request: dict) -> ChatResult:
         body = _wire_body(request) | {"stream": True, "stream_options": {"include_usage": True}}
-        stream = await client.post("/chat/completions", cast_to=ChatCompletion, body=body,
-                                   stream=True, stream_cls=openai.AsyncStream[ChatCompletionChunk])
         content, reasoning, finish, usage = [], [], None, Usage()
         calls: dict[int, dict[str, Any]] = {}
-        async for chunk in stream:
-            if chunk.usage:
-                usage = Usage(prompt_tokens=chunk.usage.prompt_tokens or 0,
-                              completion_tokens=chunk.usage.completion_tokens or 0)
-            for choice in chunk.choices or []:
-                delta = choice.delta
-                content.append(delta.content or "")
-                reasoning.append(getattr(delta, "reasoning_content", None) or "")
-                for tc in delta.tool_calls or []:
-                    slot = calls.setdefault(tc.index, {"id": tc.id, "name": "", "arguments": ""})
-                    slot["id"] = tc.id or slot["id"]
-                    if tc.function:
-                        slot["name"] += tc.function.name or ""
-                        slot["arguments"] += tc.function.arguments or ""
-                finish = choice.finish_reason or finish
+        async for chunk in transport.stream("/chat/completions", body):
+            if chunk.get("usage"):
+                usage = _usage(chunk["usage"])
+            for choice in chunk.get("choices") or []:
+                delta = choice.get("delta") or {}
+                content.append(delta.get("content") or "")
+                reasoning.append(delta.get("reasoning_content") or "")
+                for tc in delta.get("tool_calls") or []:
+                    slot = calls.setdefault(tc.get("index", 0), {"id": tc.get("id"), "name": "", "arguments": ""})
+                    slot["id"] = tc.get("id") or slot["id"]
+                    function = tc.get("function") or {}
+                    slot["name"] += function.get("name") or ""
+                    slot["arguments"] += function.get("arguments") or ""
+                finish = choice.get("finish_reason") or finish
         tool_calls = [_tool_call(c["name"], c["arguments"], c["id"]) for _, c in sorted(calls.items())]
         return ChatResult(content="".join(content), reasoning="".join(reasoning),
                           tool_calls=tool_calls, finish_reason=finish, usage=usage)
@@ -324,6 +320,11 @@ def _unwrap_turn(result: ChatResult) -> None:
 
 class _EmptyResponse(ValueError):
     """An answer with neither content nor tool calls (retried like a fault)."""
+
+
+def _usage(usage: Any) -> Usage:
+    usage = usage if isinstance(usage, dict) else {}
+    return Usage(prompt_tokens=usage.get("prompt_tokens") or 0, completion_tokens=usage.get("completion_tokens") or 0)
 
 
 def _wire_body(request: dict[str, Any]) -> dict[str, Any]:
