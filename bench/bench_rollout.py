@@ -11,7 +11,7 @@ match). Each (latency, concurrency) setting runs as a fresh command (``--setting
 * ``ideal`` / ``ratio``: ``concurrency / (4 x latency)`` and ``eps / ideal`` (latency > 0);
 * ``cpu_ms``: CPU ms per episode of the command's whole process tree (driver, sandbox hosts, session
   and checker processes) in the steady window; ``cpu_total_ms``: the same over the whole command,
-  start-up included (all descendants reaped); ``server_ms``: the scripted server's CPU per episode
+  start-up included (every descendant reaped: the command adopts orphans); ``server_ms``: the scripted server's CPU per episode
   (accounted apart: a real endpoint is not on this machine);
 * ``rewards``: a digest of every episode's reward (identical before/after a speed change).
 
@@ -96,6 +96,25 @@ def tree_cpu() -> float:
     return total
 
 
+def adopt_orphans() -> None:
+    """Makes this process the reaper of its orphaned descendants (killed sandbox processes whose
+    parent died first), so that their CPU time is counted in ``RUSAGE_CHILDREN``."""
+    import ctypes
+
+    ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+
+
+def reap_all(timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.01)
+
+
 def reward_digest(trajectories) -> str:
     rewards = sorted(json.dumps(t.reward.model_dump(), sort_keys=True) for t in trajectories)
     return hashlib.sha256("\n".join(rewards).encode()).hexdigest()[:12]
@@ -111,6 +130,8 @@ async def run_setting(cfg: dict) -> dict:
 
     sys.path.insert(0, str(Path(__file__).parent))
     from _rollout_fixture import bench_env, bench_scenario
+
+    adopt_orphans()
 
     env, scenario = bench_env(), bench_scenario()
     concurrency, n = cfg["concurrency"], cfg["episodes"]
@@ -130,6 +151,7 @@ async def run_setting(cfg: dict) -> dict:
         engine = RolloutEngine(ScenarioEnvs(sandbox), client, RolloutSettings(max_steps=TURNS + 1),
                                reward_hook=ChecklistReward(Scorer(sandbox)))
         done = await run_episodes(engine, tasks, concurrency, on_done=on_done)
+    reap_all()
     (k1, (t1, c1)), (k2, (t2, c2)) = sorted(marks.items())
     return {"episodes": len(done), "ok": sum(t.reward.final == 1.0 for t in done),
             "first_s": round(stamps[0] - cfg["t0"], 3), "wall_s": round(stamps[-1] - cfg["t0"], 3),

@@ -17,7 +17,6 @@ import uuid
 import weakref
 from typing import Any, Optional, TypeVar
 
-import openai
 from pydantic import BaseModel, ValidationError
 
 from envscaler_core.artifacts import Usage
@@ -25,20 +24,22 @@ from envscaler_core.llm.cache import ResponseCache, cache_key
 from envscaler_core.llm.config import LLMConfig
 from envscaler_core.llm.schema import (AGENT_TURN, USER_TURN, agent_turn_schema, decode_turn, extract_json,
                                        response_format_for, tool_call_schema, turn_format)
-from envscaler_core.llm.transport import make_transport
+from envscaler_core.llm.transport import make_transport, sdk
 from envscaler_core.llm.usage import UsageMeter
 from envscaler_core.toolformat import parse_text_tool_calls, split_reasoning
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
 
-_FATAL = (
-    openai.BadRequestError,
-    openai.AuthenticationError,
-    openai.PermissionDeniedError,
-    openai.NotFoundError,
-    openai.UnprocessableEntityError,
-)
+
+
+def _fatal(exc: Exception) -> bool:
+    """Rejections a retry cannot fix (the SDK's 400/401/403/404/422 classes)."""
+    if not type(exc).__module__.startswith("openai"):
+        return False
+    openai = sdk()
+    return isinstance(exc, (openai.BadRequestError, openai.AuthenticationError, openai.PermissionDeniedError,
+                            openai.NotFoundError, openai.UnprocessableEntityError))
 
 
 class LLMError(RuntimeError):
@@ -218,10 +219,10 @@ class LLMClient:
                 result.usage.calls = 1
                 self.meter.record(label, result.usage)
                 return result
-            except _FATAL as exc:
-                self.meter.record(label, Usage(errors=1))
-                raise LLMError(f"{label}: request rejected by {base_url}: {exc}") from exc
-            except Exception as exc:  # retryable: 429, 5xx, timeouts, connection, garbage
+            except Exception as exc:  # retryable unless fatal: 429, 5xx, timeouts, connection, garbage
+                if _fatal(exc):
+                    self.meter.record(label, Usage(errors=1))
+                    raise LLMError(f"{label}: request rejected by {base_url}: {exc}") from exc
                 last = exc
                 self.meter.record(label, Usage(errors=1))
                 if attempt < cfg.max_retries:
