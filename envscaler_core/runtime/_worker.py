@@ -19,7 +19,7 @@ import signal
 import sys
 
 CLEAN_EXIT, PARENT_GONE, HARDENING_FAILED = 86, 87, 88
-ONE_SHOT = {"close", "check"}
+ONE_SHOT = {"close", "check", "check_batch"}
 
 
 def _wipe(directory: str) -> None:
@@ -58,13 +58,15 @@ def _remove_workdir() -> None:
 
 
 def _serve(in_fd: int, send, limits: dict) -> int:
+    from ._checkbatch import run_check_batch
     from ._checkfn import run_check
     from ._executor import Executor
     from .protocol import ProtocolError, read_frame
 
     ex = Executor(limits)
     handlers = {"load": ex.load, "call": ex.call, "snapshot": lambda r: ex.snapshot(),
-                "restore": ex.restore, "check": run_check, "close": lambda r: {"ok": True},
+                "restore": ex.restore, "check": run_check, "check_batch": run_check_batch,
+                "close": lambda r: {"ok": True},
                 "ping": lambda r: {"ok": True, "pid": os.getpid()}}
     while True:
         try:
@@ -143,7 +145,7 @@ def _preload() -> None:
     import RestrictedPython  # noqa: F401
     from pydantic import BaseModel, create_model  # noqa: F401
 
-    from . import _checkfn, _confine, _executor, _guard, _landlock, _mountns, _reply, _restricted, purity, schema, state  # noqa: F401
+    from . import _checkbatch, _checkfn, _confine, _executor, _guard, _landlock, _mountns, _reply, _restricted, purity, schema, state  # noqa: F401
 
     class _Warm(typing.TypedDict):
         a: int

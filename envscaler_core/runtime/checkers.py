@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from .models import CheckResult, WorkerError
 from .state import to_jsonable
@@ -29,9 +29,27 @@ def _run_one(pool: Any, index: int, source: str, final: dict, initial: dict, tim
     return CheckResult(index=index, status=resp["status"], error=resp.get("error"))
 
 
+def _run_batch(pool: Any, sources: list[str], final: dict, initial: dict, timeout_s: float) -> Optional[list[CheckResult]]:
+    """All checkers in one fresh sandbox process; None if that process crashed or hung."""
+    worker = pool.acquire()
+    req = {"op": "check_batch", "sources": sources, "final_state": final, "initial_state": initial,
+           "timeout_s": timeout_s}
+    try:
+        resp = worker.request(req, timeout_s * len(sources) + pool.limits.kill_grace_s)
+    except WorkerError:
+        return None
+    finally:
+        pool.release(worker)
+    results = resp.get("results") if resp.get("ok") else None
+    if not isinstance(results, list) or len(results) != len(sources):
+        return None
+    return [CheckResult(index=i, status=r["status"], error=r.get("error")) for i, r in enumerate(results)]
+
+
 def run_checkers(pool: Any, check_funcs: list[str], final_state: dict, initial_state: dict,
                  timeout_s: float = 2.0) -> list[CheckResult]:
-    """Runs each checker source in its own fresh sandbox process.
+    """Runs the checker sources in a fresh sandbox process, all in one (a batch); if the batch
+    process crashes or hangs, each checker again in a fresh process of its own.
 
     Each source defines ``check_func(final_state, initial_state=None)`` or the
     one-argument form that reads the global ``initial_state``. It gets copies
@@ -48,6 +66,10 @@ def run_checkers(pool: Any, check_funcs: list[str], final_state: dict, initial_s
         One :class:`CheckResult` per checker, in order; never a silent failure.
     """
     final, initial = to_jsonable(final_state), to_jsonable(initial_state)
+    if len(check_funcs) > 1:
+        batch = _run_batch(pool, check_funcs, final, initial, timeout_s)
+        if batch is not None:
+            return batch
     return [_run_one(pool, i, src, final, initial, timeout_s) for i, src in enumerate(check_funcs)]
 
 

@@ -61,3 +61,33 @@ def test_caller_states_are_untouched(sandbox_pool):
     final = {"a": [1]}
     run_checkers(sandbox_pool, ["def check_func(f):\n    f['a'].append(2)\n    return True"], final, {})
     assert final == {"a": [1]}
+
+
+# ---------------------------------------------------------------------- batches (issue 18)
+TRUE = "def check_func(final_state):\n    return final_state['count'] == 2"
+FALSE = "def check_func(final_state):\n    return final_state['count'] == 3"
+
+
+def test_checkers_of_one_state_run_in_one_process(sandbox_pool):
+    mark = "import builtins\ndef check_func(final_state):\n    builtins._batch_mark = 1\n    return True"
+    seen = "def check_func(final_state):\n    import builtins\n    return hasattr(builtins, '_batch_mark')"
+    assert [r.status for r in _run(sandbox_pool, mark, seen)] == ["true", "true"]  # one process for both
+    assert [r.status for r in _run(sandbox_pool, seen, TRUE)] == ["false", "true"]  # and a fresh one per batch
+
+
+def test_a_mutating_checker_does_not_change_the_states_the_next_ones_see(sandbox_pool):
+    mutate = "def check_func(final_state):\n    final_state['count'] = 3\n    initial_state['count'] = 7\n    return True"
+    initial_ok = "def check_func(final_state, initial_state):\n    return initial_state['count'] == 1"
+    results = _run(sandbox_pool, mutate, FALSE, TRUE, initial_ok)
+    assert [r.status for r in results] == ["error", "false", "true", "true"]
+
+
+@pytest.mark.parametrize("bad", [
+    "import os\ndef check_func(final_state):\n    os._exit(3)",  # kills the batch process
+    "def check_func(final_state):\n    while True:\n        try:\n            while True:\n                pass\n"
+    "        except BaseException:\n            pass",  # swallows the soft timeout: the batch is killed
+])
+def test_a_batch_that_dies_falls_back_to_one_process_per_checker(sandbox_pool, bad):
+    results = _run(sandbox_pool, TRUE, bad, FALSE, timeout_s=0.3)
+    assert [r.status for r in results] == ["true", "error", "false"]
+    assert results[1].error.startswith("checker ")
