@@ -140,7 +140,7 @@ class LLMClient:
                                       temperature, max_tokens)
         label = label or self.label
         cache_on = self.cache is not None and (use_cache is not False)
-        key = cache_key({"model": self._identity, "request": request, "salt": cache_salt})
+        key = cache_key({"model": self._identity, "request": request, "salt": cache_salt}) if cache_on else ""
         if cache_on and (hit := self.cache.get(key)) is not None:
             result = ChatResult.model_validate(hit)
             result.cached = True
