@@ -23,8 +23,8 @@ workers, so scoring never waits for an episode's session.
 from __future__ import annotations
 
 import collections
-import copy
 import threading
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
@@ -59,6 +59,12 @@ def share_true(checks: Sequence[Any]) -> float:
     return round(sum(c.status == "true" for c in checks) / len(checks), 4) if checks else 0.0
 
 
+def _cacheable(outcomes: Sequence[CheckOutcome]) -> bool:
+    """Timeouts and busy pools are load-dependent: such results are never cached."""
+    return not any(c.status == "error" and ("did not return" in (c.error or "") or "not run" in (c.error or ""))
+                   for c in outcomes)
+
+
 def has_checkers(scenario: Scenario) -> bool:
     """Whether every checklist item of ``scenario`` has a checker (and there is at least one)."""
     return bool(scenario.checklist_with_func) and all(c.check_func for c in scenario.checklist_with_func)
@@ -86,6 +92,7 @@ class Scorer:
         self.sandbox, self.cache_size = sandbox, cache_size
         self._cache: "collections.OrderedDict[tuple[str, str, str], list[CheckOutcome]]" = collections.OrderedDict()
         self._references: dict[str, Optional[ReferenceReplay]] = {}
+        self._pending: dict[tuple[str, str, str], Future] = {}
         self._lock = threading.Lock()
         self._reference_locks: dict[str, threading.Lock] = collections.defaultdict(threading.Lock)
 
@@ -94,40 +101,64 @@ class Scorer:
         return (Scorer, (self.sandbox, self.cache_size))
 
     # ------------------------------------------------------------------ checks
-    def checks(self, checklist: Sequence[ChecklistItem], final: dict, initial: dict) -> list[CheckOutcome]:
-        """Each checklist item's checker on (``final``, ``initial``), in order; never raises."""
+    def checks(self, checklist: Sequence[ChecklistItem], final: dict, initial: dict,
+               hashes: Optional[tuple[str, str]] = None) -> list[CheckOutcome]:
+        """Each checklist item's checker on (``final``, ``initial``), in order; never raises.
+
+        ``hashes``: (initial, final) state hashes when the caller has them. Concurrent calls with
+        the same key share one run (one future per key): many samples of a scenario reach the
+        same states at the same time, and without this they all missed the cache at once."""
         funcs = [c.check_func for c in checklist]
-        key = (content_id("checks", *funcs), state_hash(initial), state_hash(final))
+        initial_hash, final_hash = hashes or (state_hash(initial), state_hash(final))
+        key = (content_id("checks", *funcs), initial_hash, final_hash)
         with self._lock:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return [c.model_copy() for c in self._cache[key]]
-        results = self.sandbox.check(funcs, final, initial)
-        outcomes = [CheckOutcome(check_item=item.check_item, status=r.status, error=r.error)
-                    for item, r in zip(checklist, results)]
-        if not any(c.status == "error" and ("did not return" in (c.error or "") or "not run" in (c.error or ""))
-                   for c in outcomes):  # timeouts and busy pools are load-dependent: never cached
+            pending, owner = self._pending.get(key), False
+            if pending is None:
+                pending, owner = self._pending.setdefault(key, Future()), True
+        if not owner:
+            return [c.model_copy() for c in pending.result()]
+        try:
+            outcomes = self._run_checks(checklist, funcs, final, initial)
+            pending.set_result(outcomes)
+        except BaseException as exc:
+            pending.set_exception(exc)
+            raise
+        finally:
             with self._lock:
-                self._cache[key] = outcomes
-                while len(self._cache) > self.cache_size:
-                    self._cache.popitem(last=False)
+                self._pending.pop(key, None)
+                if pending.exception() is None and _cacheable(pending.result()):
+                    self._cache[key] = pending.result()
+                    while len(self._cache) > self.cache_size:
+                        self._cache.popitem(last=False)
         return [c.model_copy() for c in outcomes]
 
-    def share(self, checklist: Sequence[ChecklistItem], state: dict, initial: dict) -> float:
+    def _run_checks(self, checklist: Sequence[ChecklistItem], funcs: list[str], final: dict,
+                    initial: dict) -> list[CheckOutcome]:
+        results = self.sandbox.check(funcs, final, initial)
+        return [CheckOutcome(check_item=item.check_item, status=r.status, error=r.error)
+                for item, r in zip(checklist, results)]
+
+    def share(self, checklist: Sequence[ChecklistItem], state: dict, initial: dict,
+              hashes: Optional[tuple[str, str]] = None) -> float:
         """The checklist pass share on ``state``."""
-        return share_true(self.checks(checklist, state, initial))
+        return share_true(self.checks(checklist, state, initial, hashes))
 
     def progress(self, checklist: Sequence[ChecklistItem], initial: dict, steps: Sequence[StepRecord],
-                 known: Optional[dict[str, float]] = None) -> list[float]:
-        """The pass share after every step (states rebuilt from the steps' diffs)."""
+                 known: Optional[dict[str, float]] = None, initial_hash: Optional[str] = None) -> list[float]:
+        """The pass share after every step (states rebuilt from the steps' diffs; a state is hashed
+        only when a step changed it, and ``initial`` is never modified: ``apply_diff`` copies)."""
         by_hash = dict(known or {})
-        state, progress = copy.deepcopy(initial), []
+        initial_hash = initial_hash or state_hash(initial)
+        state, key, progress = initial, initial_hash, []
         for step in steps:
             if step.state_diff:
                 state = apply_diff(state, step.state_diff)
-            key = state_hash(state)
+                key = state_hash(state)
             if key not in by_hash:
-                by_hash[key] = self.share(checklist, state, initial)
+                by_hash[key] = self.share(checklist, state, initial, (initial_hash, key))
             progress.append(by_hash[key])
         return progress
 
@@ -158,12 +189,12 @@ class Scorer:
               steps: Sequence[StepRecord] = (), termination: str = "", *, progress: bool = True) -> Score:
         """The reward breakdown of an episode of ``scenario`` (see the module docstring)."""
         flags: list[str] = []
-        checks = self.checks(scenario.checklist_with_func, final, initial)
+        initial_hash, final_hash = state_hash(initial), state_hash(final)
+        checks = self.checks(scenario.checklist_with_func, final, initial, (initial_hash, final_hash))
         errors = sum(c.status == "error" for c in checks)
         flags += ["checker_error"] * bool(errors) + ["no_checklist"] * (not checks)
-        final_hash = state_hash(final)
-        shares = self.progress(scenario.checklist_with_func, initial, steps, {final_hash: share_true(checks)}) \
-            if progress and checks else []
+        shares = self.progress(scenario.checklist_with_func, initial, steps, {final_hash: share_true(checks)},
+                               initial_hash) if progress and checks else []
         reference = self.reference(env, scenario)
         state_match = None
         if reference is not None:

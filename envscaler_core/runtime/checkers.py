@@ -10,11 +10,16 @@ from .state import to_jsonable
 __all__ = ["run_checkers", "arun_checkers"]
 
 
+def _not_run(index: int, exc: WorkerError) -> CheckResult:
+    """No free worker (pool_busy / pool_closed) is a checker error, never an exception."""
+    return CheckResult(index=index, status="error", error=f"checker not run ({exc.error_type}): {exc}")
+
+
 def _run_one(pool: Any, index: int, source: str, final: dict, initial: dict, timeout_s: float) -> CheckResult:
-    try:  # no free worker (pool_busy / pool_closed) is a checker error, never an exception
+    try:
         worker = pool.acquire()
     except WorkerError as exc:
-        return CheckResult(index=index, status="error", error=f"checker not run ({exc.error_type}): {exc}")
+        return _not_run(index, exc)
     req = {"op": "check", "source": source, "final_state": final, "initial_state": initial, "timeout_s": timeout_s}
     try:
         resp = worker.request(req, timeout_s + pool.limits.kill_grace_s)
@@ -31,7 +36,10 @@ def _run_one(pool: Any, index: int, source: str, final: dict, initial: dict, tim
 
 def _run_batch(pool: Any, sources: list[str], final: dict, initial: dict, timeout_s: float) -> Optional[list[CheckResult]]:
     """All checkers in one fresh sandbox process; None if that process crashed or hung."""
-    worker = pool.acquire()
+    try:
+        worker = pool.acquire()
+    except WorkerError as exc:
+        return [_not_run(i, exc) for i in range(len(sources))]
     req = {"op": "check_batch", "sources": sources, "final_state": final, "initial_state": initial,
            "timeout_s": timeout_s}
     try:

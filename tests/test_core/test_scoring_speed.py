@@ -1,0 +1,67 @@
+"""Scoring does each checker run once: concurrent samples share one run per state (issue 18)."""
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from envscaler_core.artifacts import ChecklistItem, StepRecord
+from envscaler_core.runtime import CheckResult, state_hash
+from envscaler_core.scoring import Scorer
+
+CHECKLIST = [ChecklistItem(check_item="count is 2", check_func="def check_func(s):\n    return s['count'] == 2"),
+             ChecklistItem(check_item="count grew", check_func="def check_func(s, i):\n    return s['count'] > i['count']")]
+INITIAL, FINAL = {"count": 1}, {"count": 2}
+
+
+class CountingSandbox:
+    """Answers checks in-process (count == 2 / count grew), slowly, and counts the runs."""
+
+    def __init__(self, delay: float = 0.2) -> None:
+        self.runs, self.delay, self.lock = [], delay, threading.Lock()
+
+    def check(self, funcs, final, initial, timeout_s=None):
+        with self.lock:
+            self.runs.append(final["count"])
+        time.sleep(self.delay)
+        verdicts = [final["count"] == 2, final["count"] > initial["count"]]
+        return [CheckResult(index=i, status="true" if v else "false") for i, v in enumerate(verdicts)]
+
+
+def test_concurrent_checks_of_one_state_share_one_run():
+    sandbox = CountingSandbox()
+    scorer = Scorer(sandbox)
+    with ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(lambda _: scorer.checks(CHECKLIST, FINAL, INITIAL), range(16)))
+    assert sandbox.runs == [2]  # before: 16 runs (all missed the cache before the first result)
+    assert all([c.status for c in r] == ["true", "true"] for r in results)
+    results[0][0].status = "false"  # each caller gets its own copies
+    assert scorer.checks(CHECKLIST, FINAL, INITIAL)[0].status == "true" and sandbox.runs == [2]
+
+
+def test_a_failed_run_fails_every_waiter_and_is_not_cached():
+    class Broken(CountingSandbox):
+        def check(self, *args, **kwargs):
+            super().check(*args, **kwargs)
+            raise RuntimeError("sandbox gone")
+
+    sandbox = Broken(delay=0.1)
+    scorer = Scorer(sandbox)
+
+    def attempt(_):
+        try:
+            scorer.checks(CHECKLIST, FINAL, INITIAL)
+        except RuntimeError as exc:
+            return str(exc)
+
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(attempt, range(4))) == ["sandbox gone"] * 4
+    assert attempt(0) == "sandbox gone" and len(sandbox.runs) == 2  # retried later, not cached
+
+
+def test_progress_is_unchanged_and_hashes_states_once():
+    steps = [StepRecord(index=0, name="look"), StepRecord(index=1, name="bump", state_diff=[
+        {"op": "replace", "path": "/count", "value": 2}]), StepRecord(index=2, name="look again")]
+    initial = {"count": 1}
+    scorer = Scorer(CountingSandbox(delay=0))
+    shares = scorer.progress(CHECKLIST, initial, steps)
+    assert shares == [0.0, 1.0, 1.0] and initial == {"count": 1}
+    assert scorer.progress(CHECKLIST, initial, steps, {state_hash(FINAL): 1.0}) == shares
