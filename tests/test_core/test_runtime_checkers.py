@@ -68,11 +68,24 @@ TRUE = "def check_func(final_state):\n    return final_state['count'] == 2"
 FALSE = "def check_func(final_state):\n    return final_state['count'] == 3"
 
 
-def test_checkers_of_one_state_run_in_one_process(sandbox_pool):
-    mark = "import builtins\ndef check_func(final_state):\n    builtins._batch_mark = 1\n    return True"
-    seen = "def check_func(final_state):\n    import builtins\n    return hasattr(builtins, '_batch_mark')"
-    assert [r.status for r in _run(sandbox_pool, mark, seen)] == ["true", "true"]  # one process for both
-    assert [r.status for r in _run(sandbox_pool, seen, TRUE)] == ["false", "true"]  # and a fresh one per batch
+@pytest.fixture
+def ops(monkeypatch):
+    """The ops the parent sends to sandbox workers, in order."""
+    from envscaler_core.runtime.worker import Worker
+
+    sent, request = [], Worker.request
+
+    def recording(self, msg, timeout):
+        sent.append(msg["op"])
+        return request(self, msg, timeout)
+
+    monkeypatch.setattr(Worker, "request", recording)
+    return sent
+
+
+def test_checkers_of_one_state_run_in_one_process(sandbox_pool, ops):
+    assert [r.status for r in _run(sandbox_pool, TRUE, FALSE, TRUE)] == ["true", "false", "true"]
+    assert ops == ["check_batch"]  # before: one "check" (a fresh process) per checker
 
 
 def test_a_mutating_checker_does_not_change_the_states_the_next_ones_see(sandbox_pool):
@@ -82,12 +95,14 @@ def test_a_mutating_checker_does_not_change_the_states_the_next_ones_see(sandbox
     assert [r.status for r in results] == ["error", "false", "true", "true"]
 
 
-@pytest.mark.parametrize("bad", [
-    "import os\ndef check_func(final_state):\n    os._exit(3)",  # kills the batch process
-    "def check_func(final_state):\n    while True:\n        try:\n            while True:\n                pass\n"
-    "        except BaseException:\n            pass",  # swallows the soft timeout: the batch is killed
+@pytest.mark.parametrize(("bad", "fallback"), [
+    ("def check_func(final_state):\n    while True:\n        try:\n            while True:\n                pass\n"
+     "        except BaseException:\n            pass", ["check"] * 3),  # swallows its soft timeout: batch killed
+    ("def check_func(final_state):\n    while True:\n        pass", []),  # soft timeout inside the batch
+    ("import os\ndef check_func(final_state):\n    os._exit(3)", []),  # refused before it runs
 ])
-def test_a_batch_that_dies_falls_back_to_one_process_per_checker(sandbox_pool, bad):
+def test_one_bad_checker_does_not_decide_the_others(sandbox_pool, bad, fallback, ops):
     results = _run(sandbox_pool, TRUE, bad, FALSE, timeout_s=0.3)
     assert [r.status for r in results] == ["true", "error", "false"]
     assert results[1].error.startswith("checker ")
+    assert ops == ["check_batch", *fallback]  # a batch that dies is rerun one process per checker
