@@ -17,6 +17,7 @@ import os
 import shutil
 import signal
 import sys
+from typing import Optional
 
 CLEAN_EXIT, PARENT_GONE, HARDENING_FAILED = 86, 87, 88
 ONE_SHOT = {"close", "check", "check_batch"}
@@ -178,25 +179,27 @@ def _probe(in_fd: int, cfg: dict, prepared: dict) -> dict:
     return json.loads(reply)["posture"]
 
 
-def main() -> None:
+def main(cfg: Optional[dict] = None) -> None:
     """Host entry point: runs :func:`_host`; a host that fails (e.g. its parent vanished while it
-    was starting: ``BrokenPipeError``) removes its own folder, since nobody else may."""
+    was starting: ``BrokenPipeError``) removes its own folder, since nobody else may. ``cfg``:
+    given by a host template (see :mod:`._template`) that forked this host already warm."""
     try:
-        _host()
+        _host(cfg)
     except BaseException:  # noqa: BLE001
         _remove_workdir()
         os._exit(1)
 
 
-def _host() -> None:
-    """Host loop: preload, probe the hardening, report ready, fork sessions forever."""
+def _host(cfg: Optional[dict] = None) -> None:
+    """Host loop: preload (unless forked warm), probe the hardening, report ready, fork sessions forever."""
     from . import _confine
     from ._reply import Relay
     from .protocol import write_frame
 
-    cfg = json.loads(sys.argv[1])
+    warm, cfg = cfg is not None, cfg or json.loads(sys.argv[1])
     in_fd, out_fd = os.dup(0), os.dup(1)
-    _preload()
+    if not warm:
+        _preload()
     _confine.scrub_sys_path()
     sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
     prepared = _confine.prepare(cfg, _confine.plan(os.getcwd()))

@@ -1,5 +1,7 @@
 """A thread-safe pool of warm sandbox workers.
 
+Workers are forked from one warm host template per pool (see :mod:`.template`).
+
 Isolation policy: a worker runs one session at a time, and every session
 (also every checker and schema computation) runs in a freshly forked process
 that exits when the session ends, so no Python state survives between them.
@@ -17,7 +19,7 @@ import weakref
 from typing import Any, Optional
 
 from .models import SandboxLimits, WorkerError
-from .worker import Worker
+from .worker import Worker, new_template
 
 __all__ = ["WorkerPool"]
 
@@ -59,8 +61,9 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._closed = False
         self.token = uuid.uuid4().hex
+        self._template = new_template(self.limits)
         for _ in range(size):
-            self._idle.put(Worker(self.limits))
+            self._idle.put(Worker(self.limits, self._template))
         _POOLS.add(self)
 
     def __reduce__(self):
@@ -94,7 +97,7 @@ class WorkerPool:
     def replace(self, worker: Worker) -> Worker:
         """Kills ``worker`` and starts a fresh one in its place."""
         worker.kill()
-        return Worker(self.limits)
+        return Worker(self.limits, self._template)
 
     def open_session(self, code: str, class_name: str, **kwargs: Any):
         """Opens an :class:`EnvSession` (see its arguments)."""
@@ -121,7 +124,9 @@ class WorkerPool:
             try:
                 self._idle.get_nowait().kill()
             except queue.Empty:
-                return
+                break
+        if self._template is not None:
+            self._template.close()
 
     def __enter__(self) -> "WorkerPool":
         return self

@@ -29,8 +29,9 @@ from typing import Any, Optional
 from . import posture
 from .models import SandboxLimits, WorkerError
 from .protocol import FrameChannel, ProtocolError
+from .template import HostTemplate, TemplateError
 
-__all__ = ["Worker", "worker_env", "netns_prefix"]
+__all__ = ["Worker", "new_template", "worker_env", "netns_prefix"]
 
 log = logging.getLogger(__name__)
 WORKDIR_PREFIX = "envscaler-sbx-"
@@ -42,6 +43,8 @@ _NETNS_LOCK = threading.Lock()
 
 _BOOT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
          "from envscaler_core.runtime._worker import main; main()")
+_TEMPLATE_BOOT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
+                  "from envscaler_core.runtime._template import run; run()")
 
 
 def worker_env(workdir: str) -> dict[str, str]:
@@ -118,30 +121,55 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def new_template(limits: SandboxLimits) -> Optional[HostTemplate]:
+    """A host template for a pool with ``limits`` (None where pidfds are missing: cold starts)."""
+    if not hasattr(os, "pidfd_open"):
+        return None
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except OSError:
+        return None
+    _sweep_once()
+    return HostTemplate(limits, worker_env, netns_prefix() if limits.network_namespace else None,
+                        ["-c", _TEMPLATE_BOOT, _PKG_ROOT])
+
+
 class Worker:
     """One host process (see :mod:`._worker`) plus its pipes and directory.
 
     Args:
         limits: Limits for the sessions this worker runs.
+        template: Fork the host from this warm template (see :mod:`.template`) instead of
+            starting a cold interpreter; falls back to a cold start if the template fails.
     """
 
-    def __init__(self, limits: SandboxLimits) -> None:
+    def __init__(self, limits: SandboxLimits, template: Optional[HostTemplate] = None) -> None:
         self.limits = limits
         _sweep_once()
         self.workdir = tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-")
         self.uid = self._prepare_dir()
         cfg = {"limits": limits.model_dump(), "uid": self.uid, "drop_privileges": limits.drop_privileges}
-        prefix = netns_prefix() if limits.network_namespace else None
-        cmd = [*(prefix or []), sys.executable, "-s", "-c", _BOOT, _PKG_ROOT, json.dumps(cfg)]
         self.posture: dict = {}
         self._stderr = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-            cwd=self.workdir, env=worker_env(self.workdir), start_new_session=True, close_fds=True,
-        )
+        self.proc = self._fork(template, cfg) if template is not None else None
+        if self.proc is None:
+            prefix = netns_prefix() if limits.network_namespace else None
+            cmd = [*(prefix or []), sys.executable, "-s", "-c", _BOOT, _PKG_ROOT, json.dumps(cfg)]
+            self.proc = subprocess.Popen(
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                cwd=self.workdir, env=worker_env(self.workdir), start_new_session=True, close_fds=True,
+            )
         self.chan = FrameChannel(self.proc.stdout.fileno(), self.proc.stdin.fileno(), limits.max_frame_bytes)
         self.ready = False
         self.dead = False
+
+    def _fork(self, template: HostTemplate, cfg: dict):
+        """A host forked from the pool's warm template, or None (then a cold start)."""
+        try:
+            return template.spawn(cfg, self.workdir, self._stderr)
+        except TemplateError as exc:
+            log.warning("sandbox: %s; starting a cold worker", exc)
+            return None
 
     def _prepare_dir(self) -> int:
         os.chmod(self.workdir, 0o700)

@@ -1,0 +1,110 @@
+"""Host template process (started by ``template.HostTemplate``; entry point :func:`run`).
+
+Started once per pool (under the same ``unshare`` prefix, scrubbed environment and session
+as a cold worker), it imports and warms everything a host needs (:func:`._worker._preload`),
+then forks hosts on request instead of the pool starting one cold interpreter per worker.
+
+Control channel: fd 0 is a ``SOCK_SEQPACKET`` socket. A request is one JSON message (the
+host's config, its working directory, whether to enter a new network namespace) carrying three
+descriptors: the host's stdin, stdout and stderr. The answer is ``{"pid": ...}`` carrying a
+pidfd of the new host (so the parent can watch a process that is not its child). The forked
+host starts its own session and process group, closes every other descriptor, moves into its
+directory, points HOME/TMPDIR there, optionally unshares the network namespace, and runs the
+ordinary host loop (:func:`._worker.main`); hardening stays per session, after the
+session's own fork. The template exits when the control socket closes (the parent is gone).
+"""
+from __future__ import annotations
+
+import ctypes
+import gc
+import json
+import os
+import signal
+import socket
+import sys
+import tempfile
+
+_CLONE_NEWNET = 0x40000000
+
+
+def _unshare_net() -> bool:
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.unshare(_CLONE_NEWNET) == 0
+
+
+def _become_host(req: dict, fds: list[int], control: int) -> None:
+    """In the forked child: set up like a freshly started worker, then serve as a host."""
+    code = 1
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the host waits for its own sessions
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+        os.setsid()
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+        os.closerange(3, max(os.sysconf("SC_OPEN_MAX"), control + 1))
+        os.chdir(req["workdir"])
+        os.environ.update(HOME=req["workdir"], TMPDIR=req["workdir"])
+        tempfile.tempdir = None
+        if req.get("netns") and not _unshare_net():
+            sys.stderr.write("envscaler host: could not enter a new network namespace; sharing the template's\n")
+        from ._worker import main
+
+        main(req["cfg"])
+    finally:
+        os._exit(code)
+
+
+def _reap(*_: object) -> None:
+    """SIGCHLD: reaps exited hosts (the parent watches them through pidfds, not through us)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def main() -> None:
+    from . import _confine
+    from ._worker import _preload
+
+    control = socket.socket(fileno=os.dup(0))
+    os.dup2(os.open(os.devnull, os.O_RDWR), 0)
+    sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
+    _preload()
+    _confine.scrub_sys_path()
+    gc.collect()
+    gc.freeze()
+    signal.signal(signal.SIGCHLD, _reap)
+    control.send(json.dumps({"ready": True, "pid": os.getpid()}).encode())
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(control, 1 << 16, 3)
+        except OSError:
+            return
+        if not msg:
+            return  # the parent closed the channel
+        req = json.loads(msg)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})  # not reaped before its pidfd exists
+        try:
+            pid = os.fork()
+            if pid == 0:
+                _become_host(req, fds, control.fileno())
+            pidfd = os.pidfd_open(pid)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+        for fd in fds:
+            os.close(fd)
+        try:
+            socket.send_fds(control, [json.dumps({"pid": pid}).encode()], [pidfd])
+        finally:
+            os.close(pidfd)
+
+
+def run() -> None:
+    """Entry point (see ``template.HostTemplate``): the template exits when its parent does."""
+    try:
+        main()
+    finally:
+        os._exit(0)
