@@ -19,12 +19,14 @@ import ctypes
 import gc
 import json
 import os
+import shutil
 import signal
 import socket
 import sys
 import tempfile
 
 _CLONE_NEWNET = 0x40000000
+TEMPLATE_PID = [os.getpid()]
 
 
 def _unshare_net() -> bool:
@@ -107,4 +109,6 @@ def run() -> None:
     try:
         main()
     finally:
+        if os.getpid() == TEMPLATE_PID[0]:  # not in a host whose start failed
+            shutil.rmtree(os.getcwd(), ignore_errors=True)
         os._exit(0)

@@ -76,7 +76,7 @@ class HostTemplate:
 
     def __init__(self, limits: SandboxLimits, env, prefix: Optional[list[str]], boot: list[str]) -> None:
         self.limits, self.netns = limits, prefix is not None
-        self.workdir = tempfile.mkdtemp(prefix=f"envscaler-sbx-{os.getpid()}-tpl-")  # swept like workers' folders
+        self.workdir = tempfile.mkdtemp(prefix=f"envscaler-tpl-{os.getpid()}-")  # the template removes it when it ends
         os.chmod(self.workdir, 0o700)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock, self._lock, self._ready = ours, threading.Lock(), False
