@@ -23,7 +23,29 @@ from typing import IO, Optional
 
 from .models import SandboxLimits
 
-__all__ = ["HostTemplate", "ForkedProcess", "TemplateError"]
+__all__ = ["HostTemplate", "ForkedProcess", "TemplateError", "kill_group", "stderr_tail"]
+
+
+def kill_group(proc) -> bool:
+    """SIGKILLs the process group led by ``proc`` and waits for it; False if it did not die."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:  # pragma: no cover - should not happen
+        return False
+    return True
+
+
+def stderr_tail(file: IO[bytes]) -> str:
+    """The last 2,000 characters a process wrote to its stderr file."""
+    try:
+        file.seek(0)
+        return file.read()[-2000:].decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return ""
 
 
 class TemplateError(RuntimeError):
@@ -126,11 +148,7 @@ class HostTemplate:
         return json.loads(msg), got
 
     def _stderr_tail(self) -> str:
-        try:
-            self._stderr.seek(0)
-            return self._stderr.read()[-2000:].decode("utf-8", "replace")
-        except (OSError, ValueError):
-            return ""
+        return stderr_tail(self._stderr)
 
     @property
     def alive(self) -> bool:
@@ -139,13 +157,6 @@ class HostTemplate:
     def close(self) -> None:
         """Stops the template (hosts already forked live on until their pool kills them)."""
         self._sock.close()
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            pass
+        kill_group(self.proc)
         self._stderr.close()
         shutil.rmtree(self.workdir, ignore_errors=True)

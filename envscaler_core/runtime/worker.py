@@ -29,7 +29,7 @@ from typing import Any, Optional
 from . import posture
 from .models import SandboxLimits, WorkerError
 from .protocol import FrameChannel, ProtocolError
-from .template import HostTemplate, TemplateError
+from .template import HostTemplate, TemplateError, kill_group, stderr_tail
 
 __all__ = ["Worker", "new_template", "worker_env", "netns_prefix"]
 
@@ -203,11 +203,7 @@ class Worker:
         self.ready = True
 
     def _stderr_tail(self) -> str:
-        try:
-            self._stderr.seek(0)
-            return self._stderr.read()[-2000:].decode("utf-8", "replace")
-        except (OSError, ValueError):
-            return ""
+        return stderr_tail(self._stderr)
 
     def request(self, msg: dict, timeout: float) -> dict:
         """Sends one op and waits for its response.
@@ -246,13 +242,7 @@ class Worker:
         if self.dead:
             return
         self.dead = True
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:  # pragma: no cover - should not happen
+        if not kill_group(self.proc):  # pragma: no cover - should not happen
             log.error("sandbox worker %s did not die", self.proc.pid)
         for f in (self.proc.stdin, self.proc.stdout, self._stderr):
             try:
