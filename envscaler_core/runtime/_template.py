@@ -106,9 +106,11 @@ def main() -> None:
 
 def run() -> None:
     """Entry point (see ``template.HostTemplate``): the template exits when its parent does."""
+    from ._worker import is_own_folder
+
     try:
         main()
     finally:
-        if os.getpid() == TEMPLATE_PID[0]:  # not in a host whose start failed
+        if os.getpid() == TEMPLATE_PID[0] and is_own_folder(os.getcwd()):  # not a host whose start failed
             shutil.rmtree(os.getcwd(), ignore_errors=True)
         os._exit(0)

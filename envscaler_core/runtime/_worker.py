@@ -23,7 +23,22 @@ CLEAN_EXIT, PARENT_GONE, HARDENING_FAILED = 86, 87, 88
 ONE_SHOT = {"close", "check", "check_batch"}
 
 
+OWN_FOLDER_PREFIXES = ("envscaler-sbx-", "envscaler-tpl-")
+
+
+def is_own_folder(directory: str) -> bool:
+    """Only a sandbox's private folder may be emptied or removed by the sandbox itself.
+
+    A process whose working folder is anything else (``/tmp``, the checkout) must never wipe it:
+    a host started from the wrong folder once removed the whole of ``/tmp``.
+    """
+    path = os.path.realpath(directory)
+    return os.path.basename(path).startswith(OWN_FOLDER_PREFIXES) and os.path.dirname(path) != path
+
+
 def _wipe(directory: str) -> None:
+    if not is_own_folder(directory):
+        return
     for entry in os.scandir(directory):
         if entry.is_dir(follow_symlinks=False):
             shutil.rmtree(entry.path, ignore_errors=True)
@@ -51,6 +66,8 @@ def _signer(fd: int, key: bytes):
 
 def _remove_workdir() -> None:
     here = os.getcwd()
+    if not is_own_folder(here):
+        return
     _wipe(here)
     try:
         os.rmdir(here)

@@ -372,3 +372,20 @@ def test_a_do_nothing_episode_with_a_forging_checker_scores_nothing(scripted_env
                  "--set", "llm.default.max_retries=0"]) == 0
     (traj,) = JsonlStore(tmp_path / "out" / "trajectories.jsonl", Trajectory).read_all()
     assert traj.reward.final < 1.0 and traj.reward.checker_errors == 1
+
+
+def test_sandbox_never_wipes_a_folder_that_is_not_its_own(tmp_path):
+    """A host whose working folder is not a sandbox folder (``/tmp``, the checkout) leaves it alone."""
+    from envscaler_core.runtime import _worker
+
+    outside = tmp_path / "checkout"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("x")
+    own = tmp_path / "envscaler-sbx-1-abc"
+    own.mkdir()
+    (own / "scratch.txt").write_text("x")
+    _worker._wipe(str(outside))
+    _worker._wipe(str(own))
+    assert (outside / "keep.txt").exists()
+    assert not (own / "scratch.txt").exists()
+    assert not _worker.is_own_folder("/tmp") and not _worker.is_own_folder("/")
