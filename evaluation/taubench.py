@@ -20,7 +20,8 @@ from envscaler_core.cli import UserError
 from evaluation.official import Endpoint, LiteLLMRoutes
 from evaluation.results import TrialRecord, trial_id
 
-V1_INSTALL = ("git clone https://github.com/sierra-research/tau-bench && "
+V1_INSTALL = ("make setup-eval (installs a copy of ../shared/vendor/tau-bench editable into the "
+              "eval venv), or: git clone https://github.com/sierra-research/tau-bench && "
               "pip install -e ./tau-bench")
 V2_INSTALL = ("git clone https://github.com/sierra-research/tau2-bench && cd tau2-bench && "
               "uv sync  (needs Python >= 3.12; then pass --tau2-bin tau2-bench/.venv/bin/tau2)")

@@ -2,16 +2,17 @@
 
 Examples::
 
+    make setup-eval    # installs a copy of ../shared/vendor/ACEBench into .official/ACEBench
     OPENAI_BASE_URL=http://127.0.0.1:8000/v1 USER_OPENAI_BASE_URL=http://127.0.0.1:8001/v1 \\
-    python -m evaluation acebench --acebench-dir ~/ACEBench --acebench-model gpt-4o-2024-11-20 \\
-        --samples 3
-    python -m evaluation acebench --category agent_multi_step --import score.json \\
-        --acebench-dir ~/ACEBench
+    python -m evaluation acebench --samples 3 --out runs/eval_ace
+    # score an existing ACEBench result file with its own model_eval (no inference)
+    python -m evaluation acebench --category agent_multi_step --results data_agent_multi_step_result.json
+    # only read a score file written by ACEBench's eval_main.py
+    python -m evaluation acebench --category agent_multi_step --import data_agent_multi_step_score.json
 """
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 from typing import Optional
 
@@ -22,7 +23,7 @@ from envscaler_core.config import add_config_arguments, config_from_args
 from envscaler_core.runner import StageContext
 from evaluation import acebench, official
 from evaluation.results import trial_store
-from evaluation.runs import EvalConfig, finish
+from evaluation.runs import EvalConfig, endpoint_meta, finish
 
 
 class AceConfig(EvalConfig):
@@ -30,9 +31,11 @@ class AceConfig(EvalConfig):
 
     categories: list[str] = Field(default_factory=lambda: list(acebench.CATEGORIES))
     language: str = "en"
+    limit: Optional[int] = Field(default=None, ge=1)
+    ids: list[str] = Field(default_factory=list)
     acebench_dir: Optional[Path] = None
-    acebench_model: Optional[str] = None
-    user_model: Optional[str] = None
+    acebench_model: str = acebench.DEFAULT_MODEL
+    user_model: str = acebench.DEFAULT_USER_MODEL
     harness_python: Optional[str] = None
     timeout_s: Optional[float] = None
 
@@ -40,19 +43,30 @@ class AceConfig(EvalConfig):
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser)
     parser.add_argument("--category", help="comma list of agent_multi_step, agent_multi_turn")
+    parser.add_argument("--limit", type=int, help="first N entries of each category")
+    parser.add_argument("--ids", help="comma list of entry ids (e.g. agent_multi_step_3)")
     parser.add_argument("--samples", type=int, help="repeated runs (pass^k up to this k)")
-    parser.add_argument("--acebench-dir", type=Path, help="ACEBench checkout")
-    parser.add_argument("--acebench-model", help="model name as listed in ACEBench's inference_map")
-    parser.add_argument("--user-model", help="user simulator model name for ACEBench")
+    parser.add_argument("--temperature", type=float, help="agent temperature")
+    parser.add_argument("--acebench-dir", type=Path,
+                        help="ACEBench checkout (default: .official/ACEBench from make setup-eval)")
+    parser.add_argument("--acebench-model", help="agent model name as listed in ACEBench's "
+                        f"inference_map (default {acebench.DEFAULT_MODEL})")
+    parser.add_argument("--user-model", help=f"user simulator model name (default {acebench.DEFAULT_USER_MODEL})")
     parser.add_argument("--harness-python", help="Python that runs ACEBench (default: ours)")
-    parser.add_argument("--import", dest="import_file", type=Path,
-                        help="score an existing ACEBench score file instead of running")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--results", type=Path,
+                       help="score this ACEBench result file with its eval_main.py instead of running inference")
+    group.add_argument("--import", dest="import_file", type=Path,
+                       help="read an existing ACEBench score file instead of running")
 
 
 def _config(args: argparse.Namespace) -> AceConfig:
-    categories = [c.strip() for c in args.category.split(",") if c.strip()] if args.category else None
-    config = config_from_args(AceConfig, "evaluation_acebench", args, categories=categories,
-                              samples=args.samples, acebench_dir=args.acebench_dir,
+    def split(text: Optional[str]) -> Optional[list[str]]:
+        return [c.strip() for c in text.split(",") if c.strip()] if text else None
+
+    config = config_from_args(AceConfig, "evaluation_acebench", args, categories=split(args.category),
+                              limit=args.limit, ids=split(args.ids), samples=args.samples,
+                              temperature=args.temperature, acebench_dir=args.acebench_dir,
                               acebench_model=args.acebench_model, user_model=args.user_model,
                               harness_python=args.harness_python)
     bad = [c for c in config.categories if c not in acebench.CATEGORIES]
@@ -61,43 +75,82 @@ def _config(args: argparse.Namespace) -> AceConfig:
     return config
 
 
-def _run_once(ctx: StageContext, config: AceConfig, checkout: Path, category: str) -> Path:
-    agent = official.resolve_endpoint(ctx.config.llm_config("agent"))
-    user = official.resolve_endpoint(ctx.config.llm_config("user"))
-    env = {"GPT_BASE_URL": agent.base_url, "GPT_API_KEY": agent.api_key,
-           "GPT_AGENT_BASE_URL": user.base_url, "GPT_AGENT_API_KEY": user.api_key}
-    python = official.python_for(config.harness_python)
-    model = config.acebench_model or agent.model
-    started = time.time()
-    for cmd in (acebench.generate_command(python, model=model, user_model=config.user_model or user.model,
-                                          category=category, language=config.language,
-                                          threads=config.concurrency),
-                acebench.eval_command(python, model=model, category=category, language=config.language)):
-        code = official.run_logged(cmd, cwd=checkout, env=env, log_path=ctx.out / "harness.log",
+def _checkout(config: AceConfig) -> Path:
+    explicit = config.acebench_dir or acebench.default_checkout()
+    return official.find_checkout(explicit, "acebench", "eval_main.py", acebench.INSTALL)
+
+
+def _selected(config: AceConfig, all_ids: list[str]) -> list[str]:
+    if config.ids:
+        chosen = [i for i in all_ids if i in set(config.ids)]
+        return chosen
+    return all_ids[:config.limit] if config.limit else all_ids
+
+
+def _run_once(ctx: StageContext, config: AceConfig, checkout: Path, selected: dict[str, list[str]],
+              trial: int, results: Optional[Path]) -> dict[str, Path]:
+    """One generate + eval (or eval of ``results``) in a work folder; the score file per category."""
+    work = ctx.out / "acebench_work" / f"trial_{trial}"
+    model, python, language = config.acebench_model, official.python_for(config.harness_python), config.language
+    acebench.prepare_workdir(checkout, work, language, selected, model)
+    env = {"PYTHONPATH": str(acebench.SHIMS)}
+    commands = []
+    if results:
+        (category, ids), = selected.items()
+        acebench.place_results(results, work, model, category, language, ids)
+    else:
+        agent = official.resolve_endpoint(ctx.config.llm_config("agent"))
+        user = official.resolve_endpoint(ctx.config.llm_config("user"))
+        env = acebench.harness_env(agent.base_url, agent.api_key, user.base_url, user.api_key)
+        commands.append(acebench.generate_command(
+            python, checkout, model=model, user_model=config.user_model, language=language,
+            threads=config.concurrency, temperature=0.7 if config.temperature is None else config.temperature))
+    commands.append(acebench.eval_command(python, checkout, model=model, categories=list(selected),
+                                          language=language))
+    acebench.score_dir(work, model, language).mkdir(parents=True, exist_ok=True)
+    for cmd in commands:
+        code = official.run_logged(cmd, cwd=work, env=env, log_path=ctx.out / "harness.log",
                                    timeout_s=config.timeout_s)
         if code != 0:
-            raise UserError(f"ACEBench {cmd[1]} exited with {code}; see {ctx.out / 'harness.log'}")
-    return acebench.newest_score_file(checkout, category, started)
+            raise UserError(f"ACEBench {Path(cmd[1]).name} exited with {code}; see {ctx.out / 'harness.log'}")
+    scores = {c: acebench.score_file(work, model, c, language) for c in selected}
+    missing = [str(p) for p in scores.values() if not p.exists()]
+    if missing:
+        raise UserError(f"ACEBench wrote no score file {missing[0]}; see {ctx.out / 'harness.log'}")
+    return scores
 
 
 def run(args: argparse.Namespace) -> int:
     config = _config(args)
     ctx = StageContext("evaluation.acebench", config)
-    if args.import_file and len(config.categories) != 1:
-        raise UserError("--import needs exactly one --category")
+    if (args.import_file or args.results) and len(config.categories) != 1:
+        raise UserError("--import and --results need exactly one --category")
     checkout = None
     if config.acebench_dir or not args.import_file:
-        checkout = official.find_checkout(config.acebench_dir, "acebench", "eval_main.py",
-                                          acebench.INSTALL)
-    store, trials = trial_store(ctx.out), []
+        checkout = _checkout(config)
+    selected: dict[str, Optional[list[str]]] = {}
     for category in config.categories:
-        ids = acebench.category_ids(checkout, category, config.language) if checkout else None
-        for trial in range(1 if args.import_file else config.samples):
-            path = args.import_file or _run_once(ctx, config, checkout, category)
-            for record in acebench.import_scores(path, category, ids, trial):
+        ids = _selected(config, acebench.category_ids(checkout, category, config.language)) if checkout else None
+        if ids == []:
+            continue
+        selected[category] = ids
+    if not selected:
+        raise UserError("no ACEBench entries selected")
+    store, trials = trial_store(ctx.out), []
+    runs = 1 if (args.import_file or args.results) else config.samples
+    for trial in range(runs):
+        if args.import_file:
+            scores = {config.categories[0]: args.import_file}
+        else:
+            scores = _run_once(ctx, config, checkout, selected, trial, args.results)
+        for category, path in scores.items():
+            for record in acebench.import_scores(path, category, selected.get(category), trial):
                 store.append(record)
                 trials.append(record)
-    meta = {"categories": config.categories, "samples": 1 if args.import_file else config.samples,
-            "source": str(args.import_file or "official run"), "language": config.language}
+    meta = {"categories": list(selected), "samples": runs, "language": config.language,
+            "source": str(args.import_file or args.results or "official run"),
+            "acebench_model": config.acebench_model}
+    if not (args.import_file or args.results):
+        meta.update({**endpoint_meta(ctx), **endpoint_meta(ctx, "user"), "user_model": config.user_model})
     finish(ctx, ctx.out, "acebench", trials, meta)
     return 0

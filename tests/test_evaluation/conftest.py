@@ -1,9 +1,14 @@
 """Fixtures for the evaluation tests: BFCL ground-truth replay and do-nothing policies."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from envscaler_core.testing import Reply
+
+# tau-bench's tasks import LiteLLM, which otherwise tries to download a price list (no network).
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
 
 
