@@ -18,7 +18,7 @@ NOT_EVAL := --ignore=tests/test_evaluation
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-demo.txt requirements-model.txt pyproject.toml
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-demo.txt requirements-hub.txt requirements-model.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -U pip
 	$(PIP) install -r requirements-dev.txt

@@ -3,8 +3,10 @@
 Environments: ``filtered_env_metadata.json`` / ``191_env_metadata.json`` is a dict keyed by
 ``env_id`` (a list is accepted too); on Hugging Face ``tools`` and ``env_func_details`` are JSON
 strings. Scenarios: a list of ``{env_id, env_class_name, task_id, init_config, task
-[, checklist_with_func]}`` where ``init_config`` may be a JSON string.
-Our own JSONL artifacts are read by the same functions, so every command accepts both.
+[, checklist_with_func]}`` where ``init_config`` and ``checklist_with_func`` may be JSON strings.
+Release rows are read from ``.json`` (dict or list), ``.jsonl`` and ``.parquet`` (the Hub's
+files; needs pyarrow). Our own JSONL artifacts are read by the same functions, so every command
+accepts both. :mod:`envscaler_core.release_layout` writes the Hub layout.
 """
 from __future__ import annotations
 
@@ -44,11 +46,12 @@ def _original_env(path: Path, key: str, item: dict[str, Any]) -> EnvSpec:
     item.setdefault("env_id", env_id)
     item["id"] = env_id
     item["status"] = item.get("status", "accepted")
-    for rule_key in ("state_space_definition",):
-        entities = item.get(rule_key) or []
-        for entity in entities:
-            if isinstance(entity.get("attributes"), str):
-                entity["attributes"] = [a.strip() for a in entity["attributes"].split(",") if a.strip()]
+    for entity in item.get("state_space_definition") or []:
+        if isinstance(entity.get("attributes"), str):
+            entity["attributes"] = [a.strip() for a in entity["attributes"].split(",") if a.strip()]
+    for op in item.get("operation_list") or []:  # the release README calls state changes "modify"
+        if op.get("operation_type") not in (None, "query", "state_change"):
+            op["operation_type"] = "state_change"
     try:
         return EnvSpec.from_stored(item)
     except ValidationError as exc:
@@ -56,14 +59,36 @@ def _original_env(path: Path, key: str, item: dict[str, Any]) -> EnvSpec:
                                      f"at {'.'.join(map(str, exc.errors()[0]['loc']))}") from None
 
 
+def _ours(path: Path) -> bool:
+    """Whether a ``.jsonl`` file holds our records (they carry ``id``) rather than release rows."""
+    with path.open(encoding="utf-8") as handle:
+        first = next((line for line in handle if line.strip()), "")
+    try:
+        return not first or "id" in json.loads(first)
+    except json.JSONDecodeError:
+        return True  # let the store report the broken line
+
+
+def _release_data(path: Path) -> Any:
+    """A release file's rows: JSON (dict keyed by id, or list), JSON lines, or Parquet."""
+    if path.suffix == ".parquet":
+        from envscaler_core.hub import require
+
+        return require("pyarrow.parquet").read_table(path).to_pylist()
+    if path.suffix == ".jsonl":
+        lines = path.read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+    return read_json(path)
+
+
 def load_envs(path: Path | str) -> dict[str, EnvSpec]:
     """Environments keyed by env_id, from our ``envs.jsonl`` or the original metadata JSON."""
     path = Path(path)
     if not path.exists():
         raise ArtifactError(path, 0, "file not found")
-    if path.suffix == ".jsonl":
+    if path.suffix == ".jsonl" and _ours(path):
         return {e.env_id: e for e in JsonlStore(path, EnvSpec).read()}
-    data = read_json(path)
+    data = _release_data(path)
     return {env.env_id: env for env in (_original_env(path, k, v) for k, v in _entries(data))}
 
 
@@ -72,9 +97,9 @@ def load_scenarios(path: Path | str) -> list[Scenario]:
     path = Path(path)
     if not path.exists():
         raise ArtifactError(path, 0, "file not found")
-    if path.suffix == ".jsonl":
+    if path.suffix == ".jsonl" and _ours(path):
         return JsonlStore(path, Scenario).read_all()
-    data = read_json(path)
+    data = _release_data(path)
     scenarios = []
     for index, (_, item) in enumerate(_entries(data)):
         item = dict(item)
