@@ -2,10 +2,11 @@
 
 Examples::
 
-    # v1 (what EnvScaler reported): agent on our endpoint, user simulator on another
+    # v1 (what EnvScaler reported), tau-bench installed by `make setup-eval`: agent on our
+    # endpoint, user simulator on another (no URL: the embedded model plays both)
     OPENAI_BASE_URL=http://127.0.0.1:8000/v1 OPENAI_MODEL=qwen3-8b \\
     USER_OPENAI_BASE_URL=http://127.0.0.1:8001/v1 USER_OPENAI_MODEL=qwen3-32b \\
-    python -m evaluation taubench --domain retail,airline --samples 4 --taubench-dir ~/tau-bench
+    python -m evaluation taubench --domain retail,airline --samples 4
     # tau2 (own Python >= 3.12 venv)
     python -m evaluation taubench --version 2 --domain retail --tau2-bin ~/tau2-bench/.venv/bin/tau2
     # only score an existing official results file
@@ -25,7 +26,7 @@ from envscaler_core.config import add_config_arguments, config_from_args
 from envscaler_core.runner import StageContext
 from evaluation import official, taubench
 from evaluation.results import trial_store
-from evaluation.runs import EvalConfig, finish
+from evaluation.runs import EvalConfig, endpoint_meta, finish
 
 DOMAINS = ("retail", "airline", "telecom", "mock")
 
@@ -138,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     meta = {"version": config.version, "domains": config.domains, "samples": config.samples,
             "temperature": config.temperature, "source": str(args.import_file or "official run")}
     if not args.import_file:
-        meta.update({"agent_model": ctx.config.llm_config("agent").model,
-                     "user_model": ctx.config.llm_config("user").model})
+        meta.update({**endpoint_meta(ctx), **endpoint_meta(ctx, "user"),
+                     "user_strategy": config.user_strategy})
     finish(ctx, ctx.out, "taubench", ids, meta)
     return 0

@@ -31,3 +31,37 @@ def test_embedded_model_on_three_bfcl_tasks(tmp_path, monkeypatch):
     assert all(len(t["turn_pass"]) == 2 for t in trials)
     assert all(any(m["role"] == "assistant" for m in t["details"]["messages"]) for t in trials)
     print("embedded BFCL pass^1:", overall["pass_hat_k"][0]["value"])
+
+
+def _embedded_only(monkeypatch):
+    for var in ("OPENAI_BASE_URL", "ENVSCALER_AGENT_BASE_URL", "ENVSCALER_EMBEDDED_URL",
+                "USER_OPENAI_BASE_URL", "ENVSCALER_USER_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.mark.embedded
+def test_embedded_model_on_three_taubench_tasks(tmp_path, monkeypatch):
+    """tau-bench's own run.py: the embedded model is the agent and the simulated user."""
+    _embedded_only(monkeypatch)
+    assert main(["taubench", "--domain", "retail", "--task-ids", "0,1,2", "--concurrency", "1",
+                 "--out", str(tmp_path)]) == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["overall"]["trials"] == 3 and results["meta"]["agent_endpoint"] == "embedded"
+    rows = [r for p in (tmp_path / "taubench_logs").rglob("*.json") for r in json.loads(p.read_text())]
+    assert sorted(r["task_id"] for r in rows) == [0, 1, 2]  # tau-bench's own results file
+    print("embedded tau-bench:", {k: results["overall"][k] for k in ("passed", "failed", "infra_errors")},
+          results["overall"]["infra_error_types"])
+
+
+@pytest.mark.embedded
+def test_embedded_model_on_three_acebench_tasks(tmp_path, monkeypatch):
+    """ACEBench's generate.py + eval_main.py: the embedded model is the agent and the user."""
+    _embedded_only(monkeypatch)
+    ids = "agent_multi_step_0,agent_multi_step_1,agent_multi_turn_0"
+    assert main(["acebench", "--ids", ids, "--concurrency", "1", "--out", str(tmp_path)]) == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    overall = results["overall"]
+    assert overall["trials"] == 3 and overall["infra_errors"] == 0
+    assert results["meta"]["agent_endpoint"] == "embedded"
+    assert (tmp_path / "harness.log").read_text().count("End_to_End Accuracy") == 2
+    print("embedded ACEBench:", {k: overall[k] for k in ("passed", "failed")})
