@@ -105,6 +105,9 @@ def prepare_workdir(checkout: Path, work: Path, language: str, selected: dict[st
             _write_lines(data_file(work, category, language, answers), rows)
         if not wanted:
             _write_lines(result_file(work, model, category, language), [])
+    # generate.py's threads each test-then-create these folders and race (FileExistsError)
+    for kind in ("multi_turn", "multi_step"):
+        (work / "data_all" / f"data_{language}" / "dialogue_history" / kind / model).mkdir(parents=True)
 
 
 def result_file(work: Path, model: str, category: str, language: str) -> Path:

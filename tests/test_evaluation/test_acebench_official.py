@@ -8,6 +8,7 @@ not reach 1.0 (see VENDOR.md), so the harness is checked by scoring the answers 
 from __future__ import annotations
 
 import json
+import re
 
 from envscaler_core.testing import Reply
 from evaluation import acebench
@@ -55,6 +56,43 @@ def test_ground_truth_answer_file_scores_one_with_acebench_model_eval(tmp_path):
                      "--results", str(_answer_file(tmp_path, category))]) == 0
         overall = json.loads((out / "all" / "results.json").read_text())["overall"]
         assert overall["passed"] == size and overall["pass_hat_k"][0]["value"] == 1.0
+
+
+def replay_policy():
+    """Agent replays an entry's milestone calls one by one; the multi-turn user states the task."""
+    entries = {}
+    for category in SIZES:
+        questions = {r["id"]: r["question"] for r in map(json.loads, acebench.data_file(
+            CHECKOUT, category).read_text().splitlines())}
+        for answer in _answers(category):
+            stones = answer["mile_stone"]
+            entries[questions[answer["id"]]] = stones[0] if stones and isinstance(stones[0], list) else stones
+
+    def policy(request):
+        messages = request["messages"]
+        text = "\n".join(m.get("content") or "" for m in messages)
+        question = max((q for q in entries if q in text), key=len, default=None)
+        if request["model"] == acebench.DEFAULT_USER_MODEL:
+            opening = question and not any(m["role"] == "assistant" for m in messages)
+            return Reply.text(question if opening else "finish conversation")
+        history = messages[-1].get("content") or ""  # ACEBench puts the dialogue so far here
+        done = len(re.findall(r"^execution( result)?:", history, re.M))
+        calls = entries.get(question, [])
+        return Reply.text(calls[done] if done < len(calls) else "finish conversation")
+
+    return policy
+
+
+# Entries whose milestone calls reproduce the expected end state when replayed (on most entries
+# they do not: see the module docstring).
+REPLAYABLE = "agent_multi_step_3,agent_multi_step_19,agent_multi_turn_3,agent_multi_turn_16"
+
+
+def test_replayed_calls_pass_through_generate_and_eval(scripted_env, tmp_path):
+    scripted_env.policy = replay_policy()
+    assert main(["acebench", "--ids", REPLAYABLE, "--out", str(tmp_path)]) == 0
+    overall = json.loads((tmp_path / "results.json").read_text())["overall"]
+    assert (overall["passed"], overall["failed"], overall["infra_errors"]) == (4, 0, 0)
 
 
 def test_do_nothing_scores_zero_through_generate_and_eval(scripted_env, tmp_path):
