@@ -12,7 +12,7 @@ import hashlib
 import json
 import re
 
-from envscaler_core.testing import Reply
+from envscaler_core.testing import Reply, ScriptedServer
 from evaluation.__main__ import main
 from tau_bench.envs.airline.tasks_test import TASKS as AIRLINE_TASKS
 from tau_bench.envs.retail.tasks_test import TASKS_TEST as RETAIL_TASKS
@@ -83,9 +83,15 @@ def test_ground_truth_replay_scores_one_through_the_official_reward(scripted_env
     assert log.count("k=2: 1.0") == 2  # tau-bench's own pass^k printout, once per domain
 
 
-def test_do_nothing_scores_zero_through_the_official_reward(scripted_env, tmp_path):
+def test_do_nothing_scores_zero_through_the_official_reward(scripted_env, tmp_path, monkeypatch):
     scripted_env.policy = tau_policy(replay=False)
-    assert _run(tmp_path, "--limit", "2") == 0
+    with ScriptedServer(tau_policy(replay=False)) as user:  # the user on its own endpoint
+        monkeypatch.setenv("USER_OPENAI_BASE_URL", user.base_url)
+        assert _run(tmp_path, "--limit", "2") == 0
+        user_calls = len(user.completion_requests)
+    assert "--user-model-provider hosted_vllm" in (tmp_path / "harness.log").read_text()
+    assert user_calls >= 8 and all(  # 2 warm-ups + opening and stop per task; the agent never asks it
+        r["messages"][0]["content"].startswith(USER_PROMPT) for r in user.completion_requests)
     overall = json.loads((tmp_path / "results.json").read_text())["overall"]
     assert overall["task_counts"] == {f"{d}_{i}": [0, 1] for d in ("airline", "retail") for i in (0, 1)}
     assert overall["pass_hat_k"][0]["value"] == 0.0 and overall["infra_errors"] == 0
