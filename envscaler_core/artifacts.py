@@ -205,6 +205,10 @@ class EnvSpec(Record):
     predicate_rules: list[str] = Field(default_factory=list)
     """The rule each of ``rule_predicates`` checks, in the same order."""
     build_log: Optional[BuildLog] = None
+    env_class_def: str = ""
+    """Release field: the module text up to the end of ``__init__`` (kept from imported rows)."""
+    env_func_details: dict[str, Any] = Field(default_factory=dict)
+    """Release field: per method its signature, docstring and source (kept from imported rows)."""
 
     def model_post_init(self, __context: Any) -> None:
         if not self.env_id:

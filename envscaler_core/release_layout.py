@@ -95,8 +95,7 @@ def class_def(code: str, class_name: str) -> str:
 
 def env_row(env: EnvSpec) -> dict[str, Any]:
     """One environment as a release row (attributes comma-joined, JSON-string fields)."""
-    extra = env.model_extra or {}
-    details = extra.get("env_func_details") or func_details(env.env_class_code, env.env_class_name)
+    details = env.env_func_details or func_details(env.env_class_code, env.env_class_name)
     return {
         "env_id": env.env_id or env.id,
         "environment_summary": env.environment_summary,
@@ -109,8 +108,8 @@ def env_row(env: EnvSpec) -> dict[str, Any]:
                             "operation_type": o.operation_type} for o in env.operation_list],
         "env_class_name": env.env_class_name,
         "env_class_code": env.env_class_code,
-        "env_class_def": extra.get("env_class_def") or class_def(env.env_class_code, env.env_class_name),
-        "env_func_details": details if isinstance(details, str) else _dumps(details),
+        "env_class_def": env.env_class_def or class_def(env.env_class_code, env.env_class_name),
+        "env_func_details": _dumps(details),
         "tools": _dumps(env.tools),
     }
 

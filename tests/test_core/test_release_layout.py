@@ -28,8 +28,7 @@ def files(tmp_path):
 def _env_view(env):
     return (env.env_id, env.env_class_name, env.env_class_code, env.tools,
             [e.model_dump() for e in env.state_space_definition],
-            [o.model_dump() for o in env.operation_list], env.model_extra.get("env_func_details"),
-            env.model_extra.get("env_class_def"))
+            [o.model_dump() for o in env.operation_list], env.env_func_details, env.env_class_def)
 
 
 def _scenario_view(s):
@@ -46,7 +45,8 @@ def test_release_files_decode_like_their_dict_form(files):
     assert [t["function"]["name"] for t in env.tools] == ["list_books", "get_book", "checkout_book", "return_book"]
     assert env.state_space_definition[0].attributes == ["book_id", "title", "status"]
     assert env.operation_list[2].operation_type == "state_change"  # "modify" in the row
-    assert env.model_extra["env_func_details"]["get_book"]["signature"]["parameters"][0]["name"] == "book_id"
+    assert env.env_func_details["get_book"]["signature"]["parameters"][0]["name"] == "book_id"
+    assert env.env_class_def.rstrip().endswith("self.loans: Dict[str, LoanInfo] = {}")
     rl = [_scenario_view(s) for s in load_scenarios(files["rl_decoded"])]
     assert [s[0] for s in rl] == ["env_148_rl-task_1", "env_148_rl-task_2"]
     assert [_scenario_view(s) for s in load_scenarios(files["rl"])] == rl
