@@ -12,9 +12,12 @@ EVAL_VENV ?= .venv-eval
 # untouched). The copy is ignored by git.
 VENDOR ?= ../shared/vendor
 OFFICIAL ?= .official
-NOT_EVAL := --ignore=tests/test_evaluation
+ROLL_VENV ?= .venv-roll
+ROLL_COPY := $(ROLL_VENV)/src/ROLL
+# tiers with their own venv are collected only by that venv's pytest
+NOT_EVAL := --ignore=tests/test_evaluation --ignore=tests/test_roll
 
-.PHONY: test-sandbox-user setup setup-eval test-eval test-eval-embedded demo test test-embedded test-browser test-train test-ray test-all bench serve setup-train setup-browser clean
+.PHONY: test-sandbox-user setup setup-eval test-eval test-eval-embedded demo test test-embedded test-browser test-train test-ray test-all bench serve setup-train setup-browser setup-roll test-roll clean
 
 setup: $(VENV)/.installed
 
@@ -89,10 +92,28 @@ $(TRAIN_VENV)/.installed: requirements-train.txt
 test-train: setup setup-train
 	ENVSCALER_TRAIN_PYTHON=$(TRAIN_VENV)/bin/python $(PYTEST) $(NOT_EVAL) -m train
 
-test-all: test test-embedded test-browser test-ray test-train test-eval
+# ROLL (not on PyPI) from a copy of ../shared/vendor/ROLL (never edited: `rl roll-overlay` writes
+# into the copy, as a user's checkout). The tests run from a temp folder (ROLL writes ./output).
+setup-roll: $(ROLL_VENV)/.installed
+
+$(ROLL_VENV)/.installed: requirements-roll.txt
+	test -x $(ROLL_VENV)/bin/python || $(PYTHON) -m venv $(ROLL_VENV)
+	$(ROLL_VENV)/bin/python -m pip -q install -U pip
+	$(ROLL_VENV)/bin/python -m pip -q install torch==2.13.0
+	$(ROLL_VENV)/bin/python -m pip -q install -r requirements-roll.txt
+	rm -rf $(ROLL_COPY) && mkdir -p $(dir $(ROLL_COPY))
+	cp -r ../shared/vendor/ROLL $(ROLL_COPY) && chmod -R u+w $(ROLL_COPY)
+	$(ROLL_VENV)/bin/python -m pip -q install --no-deps -e $(ROLL_COPY)
+	touch $@
+
+test-roll: setup setup-roll
+	ENVSCALER_GGUF=$$($(PY) -c 'from envscaler_core.llm.models import resolve_model_path as r; print(r("qwen2.5-coder-0.5b")[0])') \
+	PYTHONPATH=$(CURDIR) $(ROLL_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_roll -m roll
+
+test-all: test test-embedded test-browser test-ray test-train test-eval test-roll
 
 bench: setup
 	$(PY) bench/run_all.py
 
 clean:
-	rm -rf runs $(VENV) $(TRAIN_VENV) $(EVAL_VENV)
+	rm -rf runs $(VENV) $(TRAIN_VENV) $(EVAL_VENV) $(ROLL_VENV)

@@ -54,6 +54,15 @@ def shrink_config(config):
     return type(config).from_dict(values)
 
 
+def _float32() -> dict:
+    """``dtype=`` for transformers >= 4.56, ``torch_dtype=`` before (ROLL's venv has 4.51)."""
+    import torch
+    import transformers
+
+    major, minor = (int(part) for part in transformers.__version__.split(".")[:2])
+    return {"dtype" if (major, minor) >= (4, 56) else "torch_dtype": torch.float32}
+
+
 def build_tiny_model(gguf: Path, out: Path, full: bool = False, seed: int = 0) -> Path:
     """Build (or reuse, when the marker matches) the model in ``out``; return ``out``."""
     if not gguf.is_file():
@@ -69,11 +78,11 @@ def build_tiny_model(gguf: Path, out: Path, full: bool = False, seed: int = 0) -
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     if full:
         model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
-                                                     dtype=torch.float32)
+                                                     **_float32())
     else:
         config = shrink_config(AutoConfig.from_pretrained(str(gguf.parent), gguf_file=gguf.name))
         torch.manual_seed(seed)
-        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        model = AutoModelForCausalLM.from_config(config, **_float32())
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     out.mkdir(parents=True, exist_ok=True)

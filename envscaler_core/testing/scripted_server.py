@@ -31,6 +31,7 @@ class Reply:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     fault: Optional[str] = None
     reasoning: str = ""
+    logprobs: Optional[list[tuple[str, float]]] = None  # (token, logprob), sent when asked
 
     @classmethod
     def text(cls, content: str) -> "Reply":
@@ -159,14 +160,26 @@ def _completion_body(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
     if reply.reasoning:
         message["reasoning_content"] = reply.reasoning
     prompt, completion = _approx_tokens(request.get("messages", [])), _approx_tokens(message)
+    choice = {"index": 0, "message": message,
+              "finish_reason": "tool_calls" if reply.tool_calls else "stop"}
+    if reply.logprobs is not None and request.get("logprobs"):
+        choice["logprobs"] = {"content": _logprob_items(reply.logprobs, request.get("top_logprobs") or 0)}
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion",
         "created": int(time.time()), "model": request.get("model", "scripted"),
-        "choices": [{"index": 0, "message": message,
-                     "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
+        "choices": [choice],
         "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
                   "total_tokens": prompt + completion},
     }
+
+
+def _logprob_items(tokens: list[tuple[str, float]], top: int) -> list[dict[str, Any]]:
+    """OpenAI ``logprobs.content``: each token with its logprob (its own top-1 when asked)."""
+    items = []
+    for token, logprob in tokens:
+        entry = {"token": token, "logprob": logprob, "bytes": list(token.encode())}
+        items.append(entry | {"top_logprobs": [dict(entry)] if top else []})
+    return items
 
 
 def _stream_chunks(body: dict[str, Any]) -> Iterable[dict[str, Any]]:
