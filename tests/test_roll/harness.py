@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -72,7 +73,6 @@ def run_train_rollouts(config, tokenizer, timeout_s: float = 240) -> list:
         The ``DataProto`` rollouts of ``GroupQueueManager.get_batch`` (one per episode).
     """
     import ray
-    from ray.exceptions import GetTimeoutError
     from roll.distributed.scheduler.protocol import DataProto
     from roll.distributed.scheduler.rollout_scheduler import GroupQueueManager
     from roll.utils.import_utils import safe_import_class
@@ -99,11 +99,13 @@ def run_train_rollouts(config, tokenizer, timeout_s: float = 240) -> list:
     threads = [threading.Thread(target=loop, args=(m,), daemon=True) for m in managers]
     for thread in threads:
         thread.start()
+    pending = queue.get_batch.remote(batch_size=config.rollout_batch_size, current_step=0)
+    deadline = time.monotonic() + timeout_s
     try:
-        batch = ray.get(queue.get_batch.remote(batch_size=config.rollout_batch_size, current_step=0),
-                        timeout=timeout_s)
-    except GetTimeoutError:
-        pytest.fail(f"no batch within {timeout_s}s; env manager errors: {errors!r}")
+        while not ray.wait([pending], timeout=2)[0]:
+            if errors or time.monotonic() > deadline:     # a dead env thread never delivers
+                pytest.fail(f"no batch (after {timeout_s}s or an env error): {errors!r}")
+        batch = ray.get(pending)
     finally:
         for manager in managers:
             manager.stop()
