@@ -53,12 +53,13 @@ def main() -> int:
             for name in names:
                 os.chown(os.path.join(dirpath, name), user.pw_uid, user.pw_gid)
         os.chmod(work, 0o755)
-        python = os.path.realpath(sys.base_prefix)
-        blocked = untraversable_ancestor(python, user.pw_uid)
+        # the interpreter and the venv (inside the checkout, which may sit under /root) must be reachable
+        python, venv = os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix)
+        blocked = {b for b in (untraversable_ancestor(p, user.pw_uid) for p in (python, venv)) if b}
         pid = os.fork()
         if pid == 0:
             if blocked:
-                hide([blocked], [(python, False)])
+                hide(sorted(blocked), [(python, False), (venv, False)])
             os.setgroups([])
             os.setgid(user.pw_gid)
             os.setuid(user.pw_uid)
