@@ -12,7 +12,9 @@ Episodes are built and finished by the engine (``RolloutEngine.new_episode``/``f
 scored by :mod:`envscaler_core.scoring`; the sandbox is the process-wide
 :meth:`~envscaler_core.runtime.Sandbox.shared` one (ROLL runs many instances per process, one
 thread each). An episode's session goes back to the pool as soon as the episode ends, before it
-is scored; checkers run on the sandbox's separate checker workers.
+is scored; checkers run on the sandbox's separate checker workers. With more envs than session
+workers, an env whose step took the last idle worker parks its session after the step (its state
+stays here; the next call reopens it), so no reset or step waits on an env that is itself waiting.
 """
 from __future__ import annotations
 
@@ -55,7 +57,9 @@ class EnvOptions:
         progress_reward: Give the change of the checklist pass share after each step.
         reward_on_truncation: Score truncated episodes (the original gives them 0).
         pool_size: Sandbox session workers shared by the envs of one process (checkers get
-            their own workers, see :class:`~envscaler_core.runtime.Sandbox`).
+            their own workers, see :class:`~envscaler_core.runtime.Sandbox`). Fewer workers than
+            envs works: sessions are parked when workers run short (``session_parks`` in the
+            final step's metrics); as many workers as envs never parks.
         user_llm: Overrides of the simulated user's endpoint (``base_url``, ``model``, ...);
             the ``USER_OPENAI_*`` / ``OPENAI_*`` variables are read first.
         require_proven: Only scenarios with status ``checked``/``proven``.
@@ -95,6 +99,7 @@ class EpisodeEnv:
         self._shares: list[float] = [0.0]
         self.final_reward: Optional[float] = None
         self._trajectory: Optional[Trajectory] = None
+        self.session_parks = 0
 
     # ------------------------------------------------------------------ plumbing
     def _run(self, coroutine):
@@ -122,10 +127,13 @@ class EpisodeEnv:
         policy = self.episode.agent
         self._run(self.episode.start())
         self._shares, self.final_reward, self._trajectory = [0.0], None, None
+        self.session_parks = 0
         if self.options.progress_reward:
             self._shares = [self._share(self.episode.initial_state)]
         if self.episode.done:  # the simulated user ended it at once
             self.score()
+        else:
+            self._park_if_contended()
         first = next(m["content"] for m in self.episode.messages if m["role"] == "user") \
             if self.episode.messages else ""
         info = {"system_prompt": policy.system_prompt, "env_instruction": policy.system_prompt,
@@ -161,7 +169,17 @@ class EpisodeEnv:
         if self.episode.done:
             info["metrics"]["final_reward"] = self.final_reward
             info["metrics"]["num_actions"] = self.episode.agent_turns
+            info["metrics"]["session_parks"] = self.session_parks
+        else:
+            self._park_if_contended()
         return observation, reward, terminated, truncated, info
+
+    def _park_if_contended(self) -> None:
+        # ROLL calls reset/step under one process-wide lock (use_thread_lock) and generates between
+        # them: a reset that waited there for a worker held by an env waiting for that lock would
+        # never end. Parking when no worker is idle keeps one free whenever no step is running.
+        if self._env is not None and self._run(self._env.park_if_contended()):
+            self.session_parks += 1
 
     # ------------------------------------------------------------------ rewards
     def _share(self, state: dict) -> float:

@@ -69,6 +69,11 @@ class WorkerPool:
     def __reduce__(self):
         return (_pool_for_token, (self.token, self.size, self.limits))
 
+    @property
+    def idle_workers(self) -> int:
+        """Workers free right now (a hint: another thread may take one the next moment)."""
+        return self._idle.qsize()
+
     def acquire(self, timeout: Optional[float] = None) -> Worker:
         """Takes an idle worker (blocking), replacing it first if it died.
 

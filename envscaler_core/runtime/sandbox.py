@@ -76,9 +76,13 @@ class AsyncSession:
     """An open session seen from asyncio (a rollout ``ToolEnv``): ``tools``, ``call``, ``snapshot``,
     ``restore``, ``close``. Ops run on the sandbox's session threads."""
 
-    def __init__(self, session: EnvSession, run: Callable[..., Any]) -> None:
-        self.session, self._run = session, run
+    def __init__(self, session: EnvSession, run: Callable[..., Any], wait: Callable[..., Any]) -> None:
+        self.session, self._on_session, self._may_wait = session, run, wait
         self.tools = session.tools
+
+    def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        # a parked session reopens on its next op, which may wait for a worker: never on a session thread
+        return (self._may_wait if self.session.parked else self._on_session)(fn, *args)
 
     async def call(self, name: str, arguments: Any = None) -> CallResult:
         return await self._run(self.session.call, name, arguments)
@@ -88,6 +92,10 @@ class AsyncSession:
 
     async def restore(self, state: dict[str, Any]) -> str:
         return await self._run(self.session.restore, state)
+
+    async def park_if_contended(self) -> bool:
+        """See :meth:`EnvSession.park_if_contended`."""
+        return await self._run(self.session.park_if_contended)
 
     async def close(self) -> None:
         """Ends the session; its worker goes back to the pool at once."""
@@ -199,7 +207,7 @@ class Sandbox:
 
     async def aopen(self, env: EnvSpec, state: Optional[dict] = None, *, seed: Optional[int] = None) -> AsyncSession:
         """Async :meth:`open`: a session whose ops are coroutines."""
-        return AsyncSession(await self.in_thread(self.open, env, state, seed=seed), self._on_session)
+        return AsyncSession(await self.in_thread(self.open, env, state, seed=seed), self._on_session, self.in_thread)
 
     async def atools(self, env: EnvSpec) -> list[dict]:
         return await self.in_thread(self.tools, env)

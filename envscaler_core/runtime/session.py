@@ -94,6 +94,7 @@ class EnvSession:
         self._init_config, self._seed = to_jsonable(init_config or {}), seed
         self._lock = threading.RLock()
         self._worker: Any = None
+        self._parked = False
         self._state: dict = {}
         self._hash = ""
         self.tools: list[dict] = []
@@ -120,7 +121,7 @@ class EnvSession:
         if not resp.get("ok"):
             self._pool.release(worker)
             _raise_load(resp)
-        self._worker = worker
+        self._worker, self._parked = worker, False
         self._state, self._hash = resp["state"], resp["state_hash"]
         self.tools, self.warnings = resp["tools"], resp.get("warnings", [])
         for warning in self.warnings:
@@ -188,6 +189,8 @@ class EnvSession:
     def snapshot(self) -> dict:
         """The current state (public attributes, JSON-shaped), from the worker."""
         with self._lock:
+            if self.parked:  # the parent's copy is exact: no need to reopen
+                return copy.deepcopy(self._state)
             try:
                 resp = self._request({"op": "snapshot"})
                 self._state, self._hash = resp["state"], resp["state_hash"]
@@ -212,14 +215,38 @@ class EnvSession:
     def close(self) -> None:
         """Ends the session (its sandbox process exits) and frees the worker."""
         with self._lock:
-            worker, self._worker = self._worker, None
-            if worker is None:
-                return
-            try:
-                worker.request({"op": "close"}, self._pool.limits.kill_grace_s + 1.0)
-            except WorkerError:
-                pass
-            self._pool.release(worker)
+            self._free_worker()
+
+    def _free_worker(self) -> bool:
+        worker, self._worker = self._worker, None
+        if worker is None:
+            return False
+        try:
+            worker.request({"op": "close"}, self._pool.limits.kill_grace_s + 1.0)
+        except WorkerError:
+            pass
+        self._pool.release(worker)
+        return True
+
+    @property
+    def parked(self) -> bool:
+        """Whether the worker was freed by :meth:`park_if_contended` (the next op reopens)."""
+        return self._parked and self._worker is None
+
+    def park_if_contended(self) -> bool:
+        """Frees this session's worker when no other worker is idle, keeping the state here.
+
+        The next call reopens the session from that state in a fresh process (what the state does
+        not hold, private attributes and the position of ``random``, starts over). Callers that
+        hold a session between steps while others wait for a worker inside a process-wide lock
+        (ROLL's ``use_thread_lock``) call this after each step, so that whenever no step is
+        running at least one worker is idle. Returns whether the worker was freed.
+        """
+        with self._lock:
+            if self._worker is None or self._pool.idle_workers > 0:
+                return False
+            self._parked = self._free_worker()
+            return self._parked
 
     async def acall(self, tool: str, arguments: Any = None) -> CallResult:
         """Async wrapper of :meth:`call`."""

@@ -8,6 +8,7 @@ time per episode at K = 32 must stay within 2x of K = 4 (the wall time itself ca
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 
@@ -17,6 +18,7 @@ from rl.register import register_envs
 from tests.test_rl.shop import call
 
 POOL, EPISODES = 8, 2
+GENERATE_S = 0.005
 STALL_S = 30.0  # far above any honest wait here; today's code stalled until the acquire timeout
 CANCEL_A1, CANCEL_BOTH = 0, 1
 # (scenario, actions, per-step rewards with progress on, final reward)
@@ -28,33 +30,41 @@ PLANS = [
 ]
 
 
-def drive(env, first_plan: int, out: list, slowest: list) -> None:
-    """One ROLL env thread: EPISODES episodes, recording rewards and the slowest single call."""
+def drive(env, first_plan: int, out: list, slowest: list, lock=None) -> None:
+    """One ROLL env thread: EPISODES episodes, recording rewards and the slowest single call.
+
+    With ``lock``, every reset and step runs under it and the thread "generates" (sleeps) between
+    them outside it, as ROLL's TrajEnvManager does with ``use_thread_lock`` (our shipped YAML)."""
+    guard = lock or contextlib.nullcontext()
     for episode in range(EPISODES):
         index, actions, _, _ = PLANS[(first_plan + episode) % len(PLANS)]
         started = time.perf_counter()
-        env.reset(task_index=index)
+        with guard:
+            env.reset(task_index=index)
         slowest.append(time.perf_counter() - started)
         rewards = []
         for action in actions:
+            if lock is not None:
+                time.sleep(GENERATE_S)
             started = time.perf_counter()
-            _, reward, terminated, truncated, info = env.step(action)
+            with guard:
+                _, reward, terminated, truncated, info = env.step(action)
             slowest.append(time.perf_counter() - started)
             rewards.append(reward)
         out.append(((first_plan + episode) % len(PLANS), rewards, terminated, info["metrics"]["final_reward"],
                     list(env.core.trajectory().flags)))
 
 
-def run(shop_paths, k: int) -> tuple[float, list, float]:
+def run(shop_paths, k: int, pool: int = POOL, lock=None) -> tuple[float, list, float]:
     register_envs()
-    envs = [gem.make("envscaler_task_env", **shop_paths, pool_size=POOL, progress_reward=True,
+    envs = [gem.make("envscaler_task_env", **shop_paths, pool_size=pool, progress_reward=True,
                      tool_call_mode="all") for _ in range(k)]
     scorer = getattr(envs[0].core, "scorer", None)
     if scorer is not None:  # score every run afresh: checkers must really run while sessions are held
         scorer._cache.clear()
     results: list = []
     waits: list[float] = []
-    threads = [threading.Thread(target=drive, args=(env, i, results, waits), daemon=True)
+    threads = [threading.Thread(target=drive, args=(env, i, results, waits, lock), daemon=True)
                for i, env in enumerate(envs)]
     started = time.perf_counter()
     for thread in threads:
@@ -65,7 +75,7 @@ def run(shop_paths, k: int) -> tuple[float, list, float]:
     assert not any(t.is_alive() for t in threads), f"{sum(t.is_alive() for t in threads)}/{k} env threads stalled"
     sandbox = getattr(envs[0].core, "sandbox", None)
     if sandbox is not None:  # every episode was scored: its session worker is back without a reset/close
-        assert sandbox._sessions._idle.qsize() == sandbox.session_capacity == POOL
+        assert sandbox._sessions.idle_workers == sandbox.session_capacity == pool
     for env in envs:
         env.close()
     return wall, results, max(waits)
@@ -94,3 +104,15 @@ def test_32_envs_on_8_workers_finish_with_their_rewards_without_stalls(shop_path
               f"K=32: {wall32:.2f}s ({per32:.3f}s/episode, slowest call {slow32:.2f}s); pool {POOL}")
     assert slow32 < STALL_S, f"a call waited {slow32:.1f}s"
     assert per32 <= 2 * per4, f"K=32 takes {per32:.3f}s per episode, K=4 {per4:.3f}s"
+
+
+def test_more_envs_than_workers_under_one_process_lock_do_not_deadlock(shop_paths, capsys):
+    """ROLL's use_thread_lock: reset/step under one lock, generation outside it. Before parking, the
+    first reset that found no idle worker waited under the lock for a worker whose env was waiting
+    for the lock (ROLL with 4 envs on pool_size 2 produced no batch in 240 s)."""
+    k, pool = 8, 2
+    wall, results, slowest = run(shop_paths, k, pool=pool, lock=threading.Lock())
+    check(results, k)
+    with capsys.disabled():
+        print(f"\nK={k} on {pool} workers under one lock: {wall:.2f}s, slowest call {slowest:.2f}s")
+    assert slowest < STALL_S, f"a call waited {slowest:.1f}s"
