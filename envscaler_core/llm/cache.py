@@ -62,16 +62,14 @@ class ResponseCache:
         return conn
 
     def _retrying(self, op: Callable[[sqlite3.Connection], T]) -> T:
-        for attempt in range(_LOCK_RETRIES):
+        for attempt in range(_LOCK_RETRIES - 1):
             try:
                 return op(self._conn())
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) and "busy" not in str(exc):
                     raise
-                if attempt == _LOCK_RETRIES - 1:
-                    raise
-                time.sleep(min(0.05 * 2**attempt, 2.0))
-        raise AssertionError("unreachable")
+            time.sleep(min(0.05 * 2**attempt, 2.0))
+        return op(self._conn())  # the last attempt's error reaches the caller
 
     def __getstate__(self) -> dict:
         return {"path": self.path}

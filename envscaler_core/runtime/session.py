@@ -231,7 +231,7 @@ class EnvSession:
     @property
     def parked(self) -> bool:
         """Whether the worker was freed by :meth:`park_if_contended` (the next op reopens)."""
-        return self._parked and self._worker is None
+        return self._parked  # cleared when a worker is taken again (``_open``)
 
     def park_if_contended(self) -> bool:
         """Frees this session's worker when no other worker is idle, keeping the state here.
