@@ -28,6 +28,8 @@ class InteractConfig(StageConfig):
         checker_timeout_s: Time budget of one checker.
         pool_size: Sandbox session workers (default: concurrency; checkers and replays get their own).
         max_k: Largest k reported for pass^k.
+        repeat_note: Tell the agent when it repeats a call with nothing changed since
+            (:class:`~envscaler_core.rollout.RolloutSettings`); on in the small-model demo.
     """
 
     mode: Literal["task", "user"] = "task"
@@ -43,13 +45,15 @@ class InteractConfig(StageConfig):
     checker_timeout_s: float = 2.0
     pool_size: Optional[int] = Field(default=None, ge=1)
     max_k: int = 8
+    repeat_note: bool = False
 
     def rollout_settings(self) -> RolloutSettings:
         """The engine settings this config describes."""
         steps = self.max_steps or (40 if self.mode == "user" else 30)
         return RolloutSettings(mode=self.mode, agent_mode=self.agent_mode, max_steps=steps,
                                temperature=self.temperature, user_temperature=self.user_temperature,
-                               max_tokens=self.max_tokens, user_max_tokens=self.user_max_tokens)
+                               max_tokens=self.max_tokens, user_max_tokens=self.user_max_tokens,
+                               repeat_note=self.repeat_note)
 
     def with_llm_concurrency(self) -> "InteractConfig":
         """Lets the shared endpoint clients carry as many requests as episodes in flight."""

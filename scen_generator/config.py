@@ -100,3 +100,4 @@ class ScenGeneratorConfig(StageConfig):
     solve_temperature: Optional[float] = 0.7
     solve_max_tokens: Optional[int] = 512
     solve_agent_mode: Literal["fc", "text"] = "fc"
+    solve_repeat_note: bool = False

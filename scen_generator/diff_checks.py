@@ -18,11 +18,18 @@ _SCALARS = (str, int, float, bool, type(None))
 
 @dataclass
 class DiffCheck:
-    """One checklist item with its checker, and the values a task text must mention for it."""
+    """One checklist item with its checker, and the values a task text must mention for it.
+
+    ``change`` says the same as ``item`` as an instruction with the value before ("set status to
+    'reserved' (now 'available')"): a request writer shown the question ("Has ... got status
+    'reserved'?") tends to write "Check whether ..." (measured on the 0.5B), which no agent can
+    turn into the change.
+    """
 
     item: str
     source: str
     values: list[Any]
+    change: str = ""
 
 
 def _is_record_table(value: Any) -> bool:
@@ -90,7 +97,8 @@ def _record_checks(container: str, before: dict, after: dict, volatile: dict[str
     for key in before:
         if key not in after:
             checks.append(DiffCheck(f"Has the {container} record '{key}' been removed?",
-                                    _removed_checker(container, key), _mentionable([key], new_fields_hint)))
+                                    _removed_checker(container, key), _mentionable([key], new_fields_hint),
+                                    f"Remove the {container} record '{key}'."))
     for key, record in after.items():
         skip = volatile.get(key, set())
         if key not in before:
@@ -100,15 +108,19 @@ def _record_checks(container: str, before: dict, after: dict, volatile: dict[str
             if fields:
                 text = ", ".join(f"{k} = {_describe(v)}" for k, v in fields.items())
                 checks.append(DiffCheck(f"Has a new {container} record been created with {text}?",
-                                        _new_record_checker(container, fields), _mentionable(fields.values(), new_fields_hint)))
+                                        _new_record_checker(container, fields), _mentionable(fields.values(), new_fields_hint),
+                                        f"Create a new {container} record with {text}."))
             continue
         if "*" in skip:
             continue
         changed = _changed_fields(before[key], record, skip) if isinstance(before[key], dict) else {}
         if changed:
             text = " and ".join(f"{k} {_describe(v)}" for k, v in changed.items())
+            sets = ", ".join(f"set {k} to {_describe(v)}" + (f" (now {_describe(before[key][k])})" if k in before[key] else "")
+                             for k, v in changed.items())
             checks.append(DiffCheck(f"Has the {container} record '{key}' got {text}?",
-                                    _field_checker(container, key, changed), _mentionable([key, *changed.values()], new_fields_hint)))
+                                    _field_checker(container, key, changed), _mentionable([key, *changed.values()], new_fields_hint),
+                                    f"Change the {container} record '{key}': {sets}."))
     return checks
 
 
@@ -169,8 +181,10 @@ def diff_checks(initial: dict, final: dict, *, volatile: dict[str, dict[str, set
         if _is_table(before) and _is_table(after):
             checks.extend(_record_checks(name, before or {}, after, marks, hint))
         elif after is not None and (before is None or not isinstance(after, dict)) and len(repr(after)) <= 400:
+            now = f" (now {_describe(before)})" if before is not None and len(repr(before)) <= 200 else ""
             checks.append(DiffCheck(f"Has {name} become {_describe(after)}?", _value_checker(name, after),
-                                    _mentionable([after] if not isinstance(after, (list, dict)) else [], hint)))
+                                    _mentionable([after] if not isinstance(after, (list, dict)) else [], hint),
+                                    f"Set {name} to {_describe(after)}{now}."))
     return checks[:limit]
 
 

@@ -122,16 +122,20 @@ def hide_ids(checks: list[DiffCheck], lookups: list[Lookup]) -> list[DiffCheck]:
     """``checks`` as the request writer sees them: each hidden id replaced by its description."""
     out = []
     for check in checks:
-        item, values = check.item, list(check.values)
+        item, change, values = check.item, check.change, list(check.values)
         for lookup in lookups:
-            item = item.replace(f"the {lookup.container} record '{lookup.key}'", description(lookup))
-            item = item.replace(f"'{lookup.key}'", f"<the id of {description(lookup)}>")
+            item, change = (_described(text, lookup) for text in (item, change))
             if lookup.key in values:
                 values = [v for v in values if v != lookup.key]
                 if lookup.value not in values:
                     values.append(lookup.value)
-        out.append(replace(check, item=item, values=values))
+        out.append(replace(check, item=item, change=change, values=values))
     return out
+
+
+def _described(text: str, lookup: Lookup) -> str:
+    text = text.replace(f"the {lookup.container} record '{lookup.key}'", description(lookup))
+    return text.replace(f"'{lookup.key}'", f"<the id of {description(lookup)}>")
 
 
 def given_ids(task: str, lookups: list[Lookup]) -> list[Lookup]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import re
 from typing import Any, Callable, Iterator, Optional
 
 from envscaler_core.artifacts import EnvSpec, ToolCall
@@ -159,6 +160,10 @@ def planned_checks(sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[Tool
 
 # Phrases of our own re-ask that a small model copies into its "request" (measured on the 0.5B).
 _FEEDBACK_ECHOES = ("never mentions", "rejected", "reject the request", "use these exact values")
+# A request that only asks to look ("Check if 'Dune' has due date ...", written by the 0.5B for a
+# due-date change) cannot be solved by any agent: it never asks for the change the checkers test.
+_ONLY_CHECKS = re.compile(r"^\W*(?:(?:please|can you|could you|kindly)\W+)?"
+                          r"(?:check|verify|confirm|determine|see|find out|make sure)\W+(?:if|whether|that)\b", re.I)
 
 
 def _task_problems(task: str, checks: list[DiffCheck], min_words: int,
@@ -171,6 +176,9 @@ def _task_problems(task: str, checks: list[DiffCheck], min_words: int,
     if any(phrase in task.lower() for phrase in _FEEDBACK_ECHOES):
         problems.append("the request repeats our rejection message")
         fixes.append("write what the user wants done, not the rejection")
+    if _ONLY_CHECKS.search(task):
+        problems.append("the request asks to check, not to make the changes")
+        fixes.append("ask for the changes themselves, e.g. 'Please set ... to ...'")
     missing = missing_values(task, checks)
     if missing:
         shown = ", ".join(repr(v) for v in missing[:8])
@@ -196,7 +204,7 @@ async def generate_planned_task(client: LLMClient, env: EnvSpec, state: dict, ch
     """The user's request for the planned change; it must name every value the checkers need,
     except the ids of ``lookups``, which it must describe instead (and never give)."""
     checks = hide_ids(checks, list(lookups))
-    changes = "\n".join(f"- {c.item}" for c in checks)
+    changes = "\n".join(f"- {c.change or c.item}" for c in checks)
     prompt = render_prompt("scen_generator", "task_from_plan.md", introduction=introduction(env),
                            state=state_text(state), changes=changes, min_words=cfg.plan_task_min_words,
                            lookups=_lookup_note(list(lookups)), feedback="")

@@ -191,6 +191,7 @@ class Steps:
         """The configured agent in task mode over this stage's sandbox."""
         cfg = self.cfg
         settings = RolloutSettings(mode="task", agent_mode=cfg.solve_agent_mode, max_steps=cfg.solve_max_steps,
-                                   temperature=cfg.solve_temperature, max_tokens=cfg.solve_max_tokens)
+                                   temperature=cfg.solve_temperature, max_tokens=cfg.solve_max_tokens,
+                                   repeat_note=cfg.solve_repeat_note)
         reward = ChecklistReward(Scorer(self.sandbox), progress=False)
         return RolloutEngine(ScenarioEnvs(self.sandbox), self.ctx.client("agent"), settings, reward_hook=reward)

@@ -7,10 +7,13 @@ with error observations. Only endpoint failures (``LLMError``) escape.
 """
 from __future__ import annotations
 
+import copy
+import json
 import time
 from typing import Any, Callable, Optional
 
 from envscaler_core.artifacts import StepRecord, Trajectory, Usage
+from envscaler_core.prompts import render_prompt
 from envscaler_core.rollout.agent import MALFORMED_TOOL, AgentAction, AgentCall, AgentPolicy
 from envscaler_core.rollout.types import (FORMAT_ERROR_TYPES, EpisodeTask, RolloutSettings,
                                           StepOutcome, ToolEnv)
@@ -46,6 +49,7 @@ class Episode:
         self.initial_state: dict[str, Any] = {}
         self._last_agent_text = ""
         self._started = time.perf_counter()
+        self._made: dict[str, str] = {}  # call key -> state hash right after it (``repeat_note``)
 
     @property
     def done(self) -> bool:
@@ -122,10 +126,13 @@ class Episode:
         results: list[tuple[AgentCall, StepOutcome]] = []
         for call in action.calls:
             started = time.perf_counter()
+            repeated = self._is_repeat(call)
             outcome = await self.env.call(call.name, call.arguments)
             self.timings["env_s"] += time.perf_counter() - started
-            results.append((call, outcome))
             self._record_step(call.id, call.name, call.arguments, outcome)
+            if self.settings.repeat_note:
+                self._made[_call_key(call)] = outcome.state_hash
+            results.append((call, _with_repeat_note(outcome) if repeated else outcome))
         for error in action.format_errors:
             obs = {"success": False, "error_type": "malformed_tool_call", "error": error}
             last_hash = self.steps[-1].state_hash if self.steps else ""
@@ -134,6 +141,12 @@ class Episode:
             self._flag("format_error")
         for message in self.agent.observation_messages(results, action.format_errors):
             self._append(message)
+
+    def _is_repeat(self, call: AgentCall) -> bool:
+        """The same call as an earlier one with no state change since (``repeat_note`` only)."""
+        if not self.settings.repeat_note or not self.steps:
+            return False
+        return self._made.get(_call_key(call)) == self.steps[-1].state_hash
 
     def _record_step(self, call_id: str, name: str, arguments: Any, outcome: StepOutcome) -> None:
         step = StepRecord(index=len(self.steps), tool_call_id=call_id, name=name,
@@ -199,3 +212,21 @@ class Episode:
 
 
 __all__ = ["Episode", "EventHook", "STOP"]
+
+
+def _call_key(call: AgentCall) -> str:
+    arguments = call.arguments
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            pass
+    return call.name + "\0" + json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _with_repeat_note(outcome: StepOutcome) -> StepOutcome:
+    note = render_prompt("envscaler_core.rollout", "repeat_note.md").strip()
+    observation = outcome.observation if isinstance(outcome.observation, dict) else {"result": outcome.observation}
+    noted = copy.copy(outcome)  # the recorded step keeps the original
+    noted.observation = {**observation, "note": note}
+    return noted

@@ -31,6 +31,10 @@ class RolloutSettings(BaseModel):
         user_max_tokens: Simulated user max tokens per turn (a user turn is short; a small model
             that loops would otherwise generate until its context is full).
         system_prompt: Replaces the rendered agent system prompt when set.
+        repeat_note: When the agent repeats a call it already made (same tool, same arguments)
+            and the state has not changed since, the observation it sees carries a ``note`` that
+            says so (``prompts/repeat_note.md``); the recorded step keeps the environment's own
+            observation. Off by default; small models loop on one failing call without it.
     """
 
     mode: Literal["task", "user"] = "task"
@@ -41,6 +45,7 @@ class RolloutSettings(BaseModel):
     max_tokens: Optional[int] = None
     user_max_tokens: Optional[int] = 400
     system_prompt: Optional[str] = None
+    repeat_note: bool = False
 
 
 @dataclass

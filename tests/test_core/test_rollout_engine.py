@@ -199,3 +199,24 @@ def test_schema_constrained_user_replies_or_stops(scripted):
     assert [m["content"] for m in t.messages if m["role"] == "user"][:2] == [
         "I want to borrow a book.", "Book B1 for member M1."]
     assert t.termination == "user_stop" and t.reward.final == 1.0
+
+
+@pytest.mark.parametrize("agent_mode", ["fc", "text"])
+def test_a_repeated_call_with_nothing_changed_carries_a_note(scripted, agent_mode):
+    """The 0.5B agent repeated one failing call until max_steps (demo, 8 of 8 turns). With
+    ``repeat_note`` the repeat is answered with the environment's result plus a note, only while
+    the state is unchanged; the recorded steps keep the environment's own observations."""
+    scripted.policy = planned([
+        Reply.tool_call("checkout_book", {"book_id": "Dune", "member_id": "M1"}),
+        Reply.tool_call("checkout_book", {"member_id": "M1", "book_id": "Dune"}),  # same call
+        Reply.tool_call("checkout_book", {"book_id": "B1", "member_id": "M1"}),
+        Reply.tool_call("checkout_book", {"book_id": "Dune", "member_id": "M1"}),  # state changed since
+        Reply.text("done")])
+    t = run_one(scripted, RolloutSettings(repeat_note=True, agent_mode=agent_mode), progress=False)
+    seen = [m["content"] for m in t.messages if m["role"] == "tool" or (m["role"] == "user" and m is not t.messages[1])]
+    assert ["already made this exact call" in text for text in seen] == [False, True, False, False]
+    assert all("note" not in s.observation for s in t.steps)
+    assert t.steps[1].observation == t.steps[0].observation and t.reward.final == 1.0
+    scripted.policy = planned([Reply.tool_call("list_books"), Reply.tool_call("list_books"), Reply.text("done")])
+    t = run_one(scripted, RolloutSettings(agent_mode=agent_mode), progress=False)
+    assert not any("already made" in str(m["content"]) for m in t.messages)

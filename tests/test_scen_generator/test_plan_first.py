@@ -272,10 +272,40 @@ def test_the_request_describes_a_hidden_record_and_never_gives_its_id(scripted):
                                                        ScenGeneratorConfig(), "test", [lookup]))
     assert task.startswith("Please mark the book Dune")
     first = scripted.completion_requests[0]["messages"][0]["content"]
-    assert "the books record whose title is 'Dune' got status 'reserved'" in first and "'B1'" not in first
+    assert "- Change the books record whose title is 'Dune': set status to 'reserved' (now 'available')." in first
+    assert "'B1'" not in first
     assert "gives the id 'B1'" in problems[0]
     reask = scripted.completion_requests[1]["messages"][-1]["content"]
     assert "never write 'B1'" in reask
+
+
+def test_the_writer_sees_instructions_and_a_request_that_only_checks_is_reasked(scripted):
+    """The 0.5B, shown "Has the books record ... got due_date ...?", wrote "Check if 'Dune' has a due
+    date of ...": a request no agent can turn into the change. The writer now sees each change as
+    an instruction with the value before, and a request that only asks to check is re-asked."""
+    import asyncio
+    from envscaler_core.artifacts import EnvSpec
+    from envscaler_core.llm import LLMClient
+    from scen_generator.config import ScenGeneratorConfig
+    from scen_generator.plan_first import generate_planned_task
+    after = {"books": {**BOOKS["books"], "B1": dict(BOOKS["books"]["B1"], status="reserved"),
+                       "B3": {"book_id": "B3", "title": "Ulysses", "status": "available"}},
+             "members": {}}
+    checks = diff_checks(BOOKS, after, argument_values=["B1", "reserved", "Ulysses"])
+    assert [c.change for c in checks] == [
+        "Change the books record 'B1': set status to 'reserved' (now 'available').",
+        "Create a new books record with title = 'Ulysses'.",
+        "Remove the members record 'M1'."]
+    drafts = iter(["Check if book B1 has status reserved, then see whether Ulysses exists and M1 is gone.",
+                   "Please mark book B1 as reserved, add the book Ulysses and remove member M1; we are reorganising."])
+    scripted.policy = lambda request: Reply.json({"analysis": "", "task": next(drafts)})
+    env = EnvSpec(id="lib", env_class_name="L", env_class_code="class L: ...")
+    task, problems = asyncio.run(generate_planned_task(LLMClient(scripted.config()), env, BOOKS, checks,
+                                                       ScenGeneratorConfig(plan_task_min_words=5), "test"))
+    assert task.startswith("Please mark book B1 as reserved")
+    assert "asks to check, not to make the changes" in problems[0]
+    first = scripted.completion_requests[0]["messages"][0]["content"]
+    assert "- Remove the members record 'M1'." in first and "Has the" not in first
 
 
 def test_the_agent_is_rolled_out_on_each_proven_scenario_and_its_pass_rate_recorded(model, scripted_env, tmp_path):
