@@ -228,5 +228,5 @@ def _with_repeat_note(outcome: StepOutcome) -> StepOutcome:
     note = render_prompt("envscaler_core.rollout", "repeat_note.md").strip()
     observation = outcome.observation if isinstance(outcome.observation, dict) else {"result": outcome.observation}
     noted = copy.copy(outcome)  # the recorded step keeps the original
-    noted.observation = {**observation, "note": note}
+    noted.observation = {"note": note, **observation}  # first: a small model reads a long result less
     return noted
