@@ -123,6 +123,7 @@ class Executor:
 
     def __init__(self, limits: dict) -> None:
         self.limits = limits
+        self.cls: Optional[type] = None  # set by :meth:`prepare` in an environment template
         self.instance: Any = None
         self.tools: dict[str, ToolSpec] = {}
         self.last: dict = {}
@@ -139,13 +140,27 @@ class Executor:
         except SoftTimeout:
             return _fail("timeout", f"loading the environment took longer than {self.limits['load_timeout_s']}s")
 
+    def prepare(self, req: dict) -> Optional[dict]:
+        """Executes the module and builds the tools once, for every session forked afterwards
+        (an environment template, :mod:`._envtemplate`); returns an error response or None."""
+        try:
+            with deadline(self.limits["load_timeout_s"]):
+                cls, error = load_class(req["code"], req["class_name"])
+                if cls is not None:
+                    self.tools, self.cls = build_tools(cls), cls
+                return error
+        except SoftTimeout:
+            return _fail("timeout", f"loading the environment took longer than {self.limits['load_timeout_s']}s")
+
     def _load(self, req: dict) -> dict:
         if req.get("seed") is not None:
             random.seed(req["seed"])
-        cls, error = load_class(req["code"], req["class_name"])
-        if error:
-            return error
-        self.tools = build_tools(cls)
+        cls = self.cls
+        if cls is None:
+            cls, error = load_class(req["code"], req["class_name"])
+            if error:
+                return error
+            self.tools = build_tools(cls)
         tools = {"tools": [t.schema for t in self.tools.values()],
                  "warnings": [w for t in self.tools.values() for w in t.warnings]}
         if req.get("schemas_only"):

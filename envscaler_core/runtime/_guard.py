@@ -35,7 +35,7 @@ _BLOCKED = {
     "socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg",
     "socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyaddr",
     "gc.get_referrers", "gc.get_objects", "gc.get_referents", "sys.setprofile",
-    "sys.settrace",
+    "sys.settrace", "resource.setrlimit", "resource.prlimit",
 }
 _PATH_EVENTS = {
     "os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown",
@@ -46,22 +46,28 @@ _PATH_EVENTS = {
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
 
-def set_rlimits(limits: dict) -> None:
+_libc = ctypes.CDLL(None, use_errno=True)  # loaded once in the host: a session may not load libraries
+_libc.prctl, _libc.syscall  # noqa: B018 - resolved now (a later lookup is a ctypes.dlsym audit event)
+
+
+def set_rlimits(limits: dict, nproc: tuple[int, int] = (0, 0)) -> None:
     """Applies OS resource limits to the current process.
 
     Args:
         limits: Keys ``memory_bytes``, ``cpu_seconds``, ``file_size_bytes``,
             ``open_files`` as in :class:`SandboxLimits`.
+        nproc: RLIMIT_NPROC (soft, hard): ``(0, 0)`` for a session (no process, no thread);
+            an environment template (:mod:`._envtemplate`) keeps a small hard limit to fork its sessions.
     """
     pairs = [
         (resource.RLIMIT_AS, limits["memory_bytes"]),
         (resource.RLIMIT_FSIZE, limits["file_size_bytes"]),
         (resource.RLIMIT_NOFILE, limits["open_files"]),
         (resource.RLIMIT_CORE, 0),
-        (resource.RLIMIT_NPROC, 0),
     ]
     for res, value in pairs:
         resource.setrlimit(res, (value, value))
+    resource.setrlimit(resource.RLIMIT_NPROC, nproc)
     cpu = int(limits["cpu_seconds"])
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # oversize writes -> OSError(EFBIG)
@@ -95,7 +101,7 @@ def drop_privileges(uid: int) -> dict:
         ``{"uid", "gid", "groups", "caps", "no_new_privs", "problems"}``; ``problems`` lists
         what did not hold (empty when everything was dropped).
     """
-    libc = ctypes.CDLL(None, use_errno=True)
+    libc = _libc
     problems = []
     had_caps = int(_status().get("CapEff", "0"), 16) != 0
     if had_caps:
@@ -151,17 +157,35 @@ def _is_write(mode, flags) -> bool:
     return isinstance(flags, int) and bool(flags & _WRITE_FLAGS)
 
 
-def install_audit_hook(root: str) -> None:
+def parent_death_signal(expected_parent: int) -> bool:
+    """SIGKILL when the parent dies (a fork does not inherit it); False when the parent is
+    already gone (then the caller must exit)."""
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    return os.getppid() == expected_parent
+
+
+def install_audit_hook(root: str, trusted: frozenset = frozenset()) -> None:
     """Installs the Python-level sandbox policy (irreversible).
 
     Args:
         root: The private working directory; the only writable place.
+        trusted: Code objects of the runtime's own functions that may still do a blocked thing
+            (fork a session, lower its limits) while one of them is on the stack: given by an
+            environment template (:mod:`._envtemplate`), whose sessions add a hook without any.
     """
     root = os.path.realpath(root)
     blocked, path_events = frozenset(_BLOCKED), frozenset(_PATH_EVENTS)
     inside, is_write = _inside, _is_write  # closure copies: patching the module has no effect
-    realpath = os.path.realpath
-    own_proc = ("/proc/self", f"/proc/{os.getpid()}/", "/proc/net", "/proc/meminfo", "/proc/cpuinfo")
+    realpath, getpid, getframe, trusted = os.path.realpath, os.getpid, sys._getframe, frozenset(trusted)
+    public_proc = ("/proc/self", "/proc/net", "/proc/meminfo", "/proc/cpuinfo")
+
+    def by_runtime() -> bool:
+        frame = getframe(2)
+        while trusted and frame is not None:
+            if frame.f_code in trusted:
+                return True
+            frame = frame.f_back
+        return False
 
     def hook(event: str, args: tuple) -> None:
         if event == "open":
@@ -169,10 +193,11 @@ def install_audit_hook(root: str) -> None:
                 raise PermissionError(f"sandbox: writing {args[0]!r} outside the working directory is not allowed")
             path = args[0]
             if isinstance(path, str) and "proc" in path and realpath(path).startswith("/proc/") \
-                    and not realpath(path).startswith(own_proc):
+                    and not realpath(path).startswith((*public_proc, f"/proc/{getpid()}/")):  # pid now: templates fork
                 raise PermissionError("sandbox: reading other processes' /proc entries is not allowed")
         elif event in blocked or event.startswith("ctypes."):
-            raise PermissionError(f"sandbox: {event} is not allowed")
+            if not by_runtime():
+                raise PermissionError(f"sandbox: {event} is not allowed")
         elif event in path_events:
             for arg in args:
                 if isinstance(arg, (str, bytes, os.PathLike)) and not inside(arg, root):

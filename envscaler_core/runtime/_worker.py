@@ -75,23 +75,27 @@ def _remove_workdir() -> None:
         pass
 
 
-def _serve(in_fd: int, send, limits: dict) -> int:
+def _serve(in_fd: int, send, limits: dict, first: Optional[dict] = None, ex=None) -> int:
+    """Answers ``first`` (the request the host read) and then the requests read from ``in_fd``
+    until a one-shot op ends the session; ``ex``: an executor with the class already loaded."""
     from ._checkbatch import run_check_batch
     from ._checkfn import run_check
     from ._executor import Executor
     from .protocol import ProtocolError, read_frame
 
-    ex = Executor(limits)
+    ex = ex or Executor(limits)
     handlers = {"load": ex.load, "call": ex.call, "snapshot": lambda r: ex.snapshot(),
                 "restore": ex.restore, "check": run_check, "check_batch": run_check_batch,
                 "close": lambda r: {"ok": True},
                 "ping": lambda r: {"ok": True, "pid": os.getpid()}}
+    req = first
     while True:
-        try:
-            req = read_frame(in_fd)
-        except (ProtocolError, OSError, ValueError):
-            return PARENT_GONE
-        op = req.get("op")
+        if req is None:
+            try:
+                req = read_frame(in_fd)
+            except (ProtocolError, OSError, ValueError):
+                return PARENT_GONE
+        op = req.get("op") if isinstance(req, dict) else None
         handler = handlers.get(op)
         try:
             resp = handler(req) if handler else {"ok": False, "error_type": "protocol", "error": f"bad op {op!r}"}
@@ -100,6 +104,7 @@ def _serve(in_fd: int, send, limits: dict) -> int:
         send(resp)
         if op in ONE_SHOT or (op == "load" and (not resp.get("ok") or req.get("schemas_only"))):
             return CLEAN_EXIT
+        req = None
 
 
 def _close_other_fds(keep: set[int]) -> None:
@@ -110,16 +115,23 @@ def _close_other_fds(keep: set[int]) -> None:
             low = fd + 1
 
 
-def _session(in_fd: int, reply_fd: int, key: bytes, cfg: dict, prepared: dict, probe: bool) -> None:
-    """The forked session: confine, drop privileges, harden, serve (or report the posture)."""
-    from . import _confine, _guard
-
+def _quiet() -> None:
+    """fds 0-2 and ``sys.stdout``/``sys.stderr`` go to /dev/null."""
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
-    ruleset = prepared["ruleset"]
-    _close_other_fds({in_fd, reply_fd, ruleset.fd if ruleset else -1})  # the parent's pipe stays with the host
+    os.close(devnull)
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+
+
+def _session(in_fd: int, reply_fd: int, key: bytes, cfg: dict, prepared: dict, probe: bool,
+             first: Optional[dict] = None) -> None:
+    """The forked session: confine, drop privileges, harden, serve (or report the posture)."""
+    from . import _confine, _guard
+
+    ruleset = prepared["ruleset"]
+    _quiet()
+    _close_other_fds({in_fd, reply_fd, ruleset.fd if ruleset else -1})  # the parent's pipe stays with the host
     code = PARENT_GONE
     try:
         send = _signer(reply_fd, key)
@@ -133,7 +145,7 @@ def _session(in_fd: int, reply_fd: int, key: bytes, cfg: dict, prepared: dict, p
         else:
             _guard.set_rlimits(cfg["limits"])
             _guard.install_audit_hook(os.getcwd())
-            code = _serve(in_fd, send, cfg["limits"])
+            code = _serve(in_fd, send, cfg["limits"], first)
     finally:
         os._exit(code)
 
@@ -163,7 +175,7 @@ def _preload() -> None:
     import RestrictedPython  # noqa: F401
     from pydantic import BaseModel, create_model  # noqa: F401
 
-    from . import _checkbatch, _checkfn, _confine, _executor, _guard, _landlock, _mountns, _reply, _restricted, purity, schema, state  # noqa: F401
+    from . import _checkbatch, _checkfn, _confine, _envtemplate, _executor, _guard, _landlock, _mountns, _reply, _restricted, purity, schema, state  # noqa: F401
 
     class _Warm(typing.TypedDict):
         a: int
@@ -171,14 +183,15 @@ def _preload() -> None:
     schema.build_tools(type("W", (), {"f": lambda self, x: _Warm}))
 
 
-def _fork_session(in_fd: int, cfg: dict, prepared: dict, probe: bool = False) -> tuple[int, int, bytes]:
+def _fork_session(in_fd: int, cfg: dict, prepared: dict, probe: bool = False,
+                  first: Optional[dict] = None) -> tuple[int, int, bytes]:
     """Forks one session; returns (pid, read end of its reply pipe, its reply key)."""
     key = os.urandom(32)
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(r)
-        _session(in_fd, w, key, cfg, prepared, probe)
+        _session(in_fd, w, key, cfg, prepared, probe, first)
     os.close(w)
     return pid, r, key
 
@@ -209,9 +222,8 @@ def main(cfg: Optional[dict] = None) -> None:
 
 def _host(cfg: Optional[dict] = None) -> None:
     """Host loop: preload (unless forked warm), probe the hardening, report ready, fork sessions forever."""
-    from . import _confine
-    from ._reply import Relay
-    from .protocol import write_frame
+    from . import _confine, _envtemplate
+    from .protocol import ProtocolError, read_body, write_frame
 
     warm, cfg = cfg is not None, cfg or json.loads(sys.argv[1])
     in_fd, out_fd = os.dup(0), os.dup(1)
@@ -224,24 +236,41 @@ def _host(cfg: Optional[dict] = None) -> None:
     gc.freeze()
     posture = _probe(in_fd, cfg, prepared)
     write_frame(out_fd, {"ready": True, "pid": os.getpid(), "uid": cfg.get("uid"), "posture": posture})
+    templates = _envtemplate.Templates(cfg, prepared, in_fd, out_fd) if cfg["limits"].get("env_templates", True) else None
     while True:
         _wipe(os.getcwd())
-        pid, r, key = _fork_session(in_fd, cfg, prepared)
-        relay = Relay(r, key, cfg["limits"]["max_frame_bytes"])
-        forged = not relay.forward(out_fd)
-        if forged:
-            os.kill(pid, signal.SIGKILL)
-        os.close(r)
-        _, status = os.waitpid(pid, 0)
-        if not forged and os.WIFEXITED(status) and os.WEXITSTATUS(status) == CLEAN_EXIT:
-            continue
-        if not forged and os.WIFEXITED(status) and os.WEXITSTATUS(status) == PARENT_GONE:
+        try:
+            body = read_body(in_fd)
+            first = json.loads(body)
+        except (ProtocolError, OSError, ValueError):
             _remove_workdir()  # the parent is gone: nobody else will remove it
             os._exit(1)
-        error = relay.problem if forged else _describe(status)
-        write_frame(out_fd, {"ok": False, "crashed": True, "error": error})
+        key = _envtemplate.template_key(first) if templates is not None else None
+        if key is not None:
+            status, problem = templates.session(key, body, first)
+        else:
+            status, problem = _cold_session(in_fd, out_fd, cfg, prepared, first)
+        if not problem and os.WIFEXITED(status) and os.WEXITSTATUS(status) == CLEAN_EXIT:
+            continue
+        if not problem and os.WIFEXITED(status) and os.WEXITSTATUS(status) == PARENT_GONE:
+            _remove_workdir()
+            os._exit(1)
+        write_frame(out_fd, {"ok": False, "crashed": True, "error": problem or _describe(status)})
         os._exit(1)
 
+
+def _cold_session(in_fd: int, out_fd: int, cfg: dict, prepared: dict, first: dict) -> tuple[int, str]:
+    """A session forked from the host itself; returns (its wait status, the problem with its replies or "")."""
+    from ._reply import Relay
+
+    pid, r, key = _fork_session(in_fd, cfg, prepared, first=first)
+    relay = Relay(r, key, cfg["limits"]["max_frame_bytes"])
+    forged = not relay.forward(out_fd)
+    if forged:
+        os.kill(pid, signal.SIGKILL)
+    os.close(r)
+    _, status = os.waitpid(pid, 0)
+    return status, relay.problem if forged else ""
 
 if __name__ == "__main__":
     main()

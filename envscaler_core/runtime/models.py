@@ -56,6 +56,9 @@ class SandboxLimits(BaseModel):
             (e.g. the uid could not be changed); each weakness is printed and
             recorded in the run's manifest. Off by default: such a worker fails.
             Defaults to on when ``ENVSCALER_ALLOW_WEAKER_SANDBOX=1`` (for every stage's pools).
+        env_templates: Fork each environment session from a per-environment template process
+            that executed the module and built the tool models once (``False``: every session
+            executes the module itself, as a cold start).
     """
 
     call_timeout_s: float = 5.0
@@ -73,6 +76,7 @@ class SandboxLimits(BaseModel):
     drop_privileges: bool = True
     file_confinement: Literal["auto", "landlock", "mount_ns", "off"] = "auto"
     allow_weaker_sandbox: bool = Field(default_factory=lambda: os.environ.get("ENVSCALER_ALLOW_WEAKER_SANDBOX", "") == "1")
+    env_templates: bool = True
 
 
 class CallResult(BaseModel):

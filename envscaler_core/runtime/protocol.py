@@ -13,7 +13,7 @@ import struct
 import time
 from typing import Any, Optional
 
-__all__ = ["ProtocolError", "encode_frame", "read_frame", "write_frame", "FrameChannel"]
+__all__ = ["ProtocolError", "encode_frame", "read_body", "read_frame", "write_frame", "FrameChannel"]
 
 _HEADER = struct.Struct(">I")
 
@@ -46,8 +46,13 @@ def _read_exact(fd: int, size: int) -> bytes:
 
 def read_frame(fd: int) -> Any:
     """Blocking read of one frame (worker side; reads exactly, never ahead)."""
+    return json.loads(read_body(fd))
+
+
+def read_body(fd: int) -> bytes:
+    """Blocking read of one frame's undecoded body (worker side; reads exactly, never ahead)."""
     (size,) = _HEADER.unpack(_read_exact(fd, _HEADER.size))
-    return json.loads(_read_exact(fd, size))
+    return _read_exact(fd, size)
 
 
 def write_frame(fd: int, obj: Any) -> None:

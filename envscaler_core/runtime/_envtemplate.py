@@ -1,0 +1,299 @@
+"""Environment templates: each session of an environment forked from a process that loaded it once.
+
+Executing an environment's module and building its tools' pydantic models and JSON schemas was
+most of a session's start (issue 18). So the host (:mod:`._worker`) reads each session's first
+op itself; for a session ``load`` it keeps, for the last ``TEMPLATES_PER_HOST`` environments it
+served, a *template*: a process forked from the host that hardens itself exactly like a session
+(:func:`._confine.harden`: privileges dropped, the host's Landlock ruleset; the same rlimits and
+audit hook), executes the module and builds the tools once, and then forks every session of that
+environment. The kernel state a session needs (uid, empty capability sets, ``no_new_privs``, the
+Landlock domain with its private folder as the only writable place, the mount and network
+namespaces) is inherited through ``fork`` and cannot be undone, so the session only adds what a
+fork does not carry or what the template must not have: ``RLIMIT_NPROC`` = 0, a parent-death
+signal, a strict audit hook of its own, and its reply channel.
+
+Reply channel: for each session the host draws a fresh key and reply pipe and hands the key, the
+pipe's write end and the request pipe to the template over a unix socket (``SCM_RIGHTS``); the
+template forks, the session signs its replies with that key (:mod:`._reply`) and the template
+closes its copies. A template never holds the parent's pipes while environment code runs in it.
+
+While the template loads the module its ``RLIMIT_NPROC`` soft limit is 0 (no process, no thread),
+its hard limit ``TEMPLATES_PER_HOST + 1`` under the worker's own uid (when started as root); the
+audit hook lets only the runtime's fork loop (:func:`_fork_sessions`, on the stack) fork or raise
+that soft limit. After the load the host checks that the template has one thread and no child,
+and the template blocks every signal and freezes the garbage collector, so none of the
+environment's code runs in it any more. ``random`` is seeded per session (before the constructor),
+so only code at a module's top level sees one unseeded state per template.
+"""
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+import os
+import resource
+import signal
+import socket
+import struct
+from typing import Any, Optional
+
+from . import _confine, _guard
+from ._executor import Executor
+from ._reply import Relay
+from ._worker import CLEAN_EXIT, HARDENING_FAILED, PARENT_GONE, _close_other_fds, _quiet, _serve, _signer
+from .protocol import ProtocolError, read_frame, write_frame
+
+__all__ = ["TEMPLATES_PER_HOST", "Templates", "template_key"]
+
+TEMPLATES_PER_HOST = 2
+_HEAD = struct.Struct(">32sI")  # session key, length of the first request
+_INT = struct.Struct(">i")  # session pid, then its wait status
+_SIGNALS = set(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
+
+
+def template_key(req: Any) -> Optional[str]:
+    """Sessions of the same environment source share a template (schema-only loads do not)."""
+    if not (isinstance(req, dict) and req.get("op") == "load" and not req.get("schemas_only")):
+        return None
+    code, name = req.get("code"), req.get("class_name")
+    if not (isinstance(code, str) and isinstance(name, str)):
+        return None
+    return hashlib.sha256(f"{name}\0{code}".encode()).hexdigest()
+
+
+def _exited(code: int) -> int:
+    """A wait status saying that a process exited with ``code``."""
+    return (code & 0xFF) << 8
+
+
+# ---------------------------------------------------------------------- in the template process
+def _template(sock: socket.socket, first: dict, cfg: dict, prepared: dict, hard: int) -> None:
+    """The template: harden like a session, load the environment once, then fork its sessions."""
+    code = 1
+    try:
+        ruleset = prepared["ruleset"]
+        _quiet()
+        _close_other_fds({sock.fileno(), ruleset.fd if ruleset else -1})  # the host's pipes stay with the host
+        posture = _confine.harden(prepared)
+        if posture["problems"] and not cfg["limits"].get("allow_weaker_sandbox"):
+            code = HARDENING_FAILED
+            return
+        _guard.set_rlimits(cfg["limits"], (0, hard))
+        _guard.install_audit_hook(os.getcwd(), frozenset({_fork_sessions.__code__, _lower_nproc.__code__}))
+        ex = Executor(cfg["limits"])
+        error = ex.prepare(first)
+        del first
+        signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)  # no handler of the environment runs here any more
+        gc.freeze()
+        gc.disable()
+        write_frame(sock.fileno(), error or {"ok": True})
+        if error:
+            code = CLEAN_EXIT
+            return
+        got = _fork_sessions(sock, hard)
+        code = PARENT_GONE if got is None else _session(sock, got, cfg, ex)
+    finally:
+        os._exit(code)
+
+
+def _fork_sessions(sock: socket.socket, hard: int) -> Optional[tuple[bytes, bytes, list[int]]]:
+    """Template loop: one fork per session request; reports the session's pid and wait status.
+
+    Returns the request in the forked session; None in the template once the host is gone."""
+    resource.setrlimit(resource.RLIMIT_NPROC, (hard, hard))
+    ctl = sock.fileno()
+    while True:
+        got = _next_request(sock)
+        if got is None:
+            return None
+        pid = os.fork()
+        if pid == 0:
+            return got
+        for fd in got[2]:
+            os.close(fd)
+        del got
+        os.write(ctl, _INT.pack(pid))
+        _, status = os.waitpid(pid, 0)
+        os.write(ctl, _INT.pack(status))
+
+
+def _next_request(sock: socket.socket) -> Optional[tuple[bytes, bytes, list[int]]]:
+    """(key, first request body, [reply pipe, request pipe]) from the host, or None."""
+    try:
+        head, fds, _, _ = socket.recv_fds(sock, _HEAD.size, 2)
+        head = head + _recv_exact(sock, _HEAD.size - len(head)) if head else b""
+        if len(head) < _HEAD.size or len(fds) != 2:
+            return None
+        key, size = _HEAD.unpack(head)
+        return key, _recv_exact(sock, size), fds
+    except (OSError, EOFError):
+        return None
+
+
+def _recv_exact(sock: socket.socket, size: int) -> bytes:
+    chunks = []
+    while size:
+        chunk = sock.recv(min(size, 1 << 20))
+        if not chunk:
+            raise EOFError("the host closed the template's channel")
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def _lower_nproc() -> None:
+    resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
+
+
+def _session(sock: socket.socket, got: tuple[bytes, bytes, list[int]], cfg: dict, ex: Executor) -> int:
+    """The forked session: what a fork does not carry, then serve its requests (an exit code)."""
+    key, body, (reply_fd, in_fd) = got
+    template = os.getppid()
+    os.close(sock.detach())
+    _close_other_fds({reply_fd, in_fd})
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    gc.enable()
+    if not _guard.parent_death_signal(template):
+        return PARENT_GONE
+    _lower_nproc()
+    _guard.install_audit_hook(os.getcwd())  # the session's own hook: no runtime function is trusted
+    send = _signer(reply_fd, key)
+    del key, got
+    return _serve(in_fd, send, cfg["limits"], json.loads(body), ex)
+
+
+# ---------------------------------------------------------------------- in the host
+class _Template:
+    """Host side of one template process."""
+
+    def __init__(self, pid: int, sock: socket.socket) -> None:
+        self.pid, self.sock = pid, sock
+
+    def alive(self) -> bool:
+        try:
+            return os.waitpid(self.pid, os.WNOHANG)[0] == 0
+        except ChildProcessError:
+            return False
+
+    def clean(self) -> Optional[str]:
+        """Why the freshly loaded template must not fork sessions (a thread or child it started), or None."""
+        try:
+            with open(f"/proc/{self.pid}/status") as fh:
+                threads = next((line.split()[1] for line in fh if line.startswith("Threads:")), "1")
+            with open(f"/proc/{self.pid}/task/{self.pid}/children") as fh:
+                children = fh.read().split()
+        except OSError:
+            return None  # no /proc or no children file: RLIMIT_NPROC alone
+        if threads != "1" or children:
+            return "the environment's module started a thread or a process while it was loaded"
+        return None
+
+    def close(self) -> int:
+        """Kills and reaps the template; returns its wait status."""
+        self.sock.close()
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            return os.waitpid(self.pid, 0)[1]
+        except ChildProcessError:
+            return _exited(1)
+
+    def _read_int(self) -> Optional[int]:
+        try:
+            data = _recv_exact(self.sock, _INT.size)
+        except (OSError, EOFError):
+            return None
+        return _INT.unpack(data)[0]
+
+    def run(self, body: bytes, in_fd: int, out_fd: int, max_frame: int) -> tuple[Optional[int], str]:
+        """One session from this template; returns (its wait status or None if the template
+        ended, the problem with its replies or "")."""
+        key = os.urandom(32)
+        r, w = os.pipe()
+        try:
+            socket.send_fds(self.sock, [_HEAD.pack(key, len(body))], [w, in_fd])
+            self.sock.sendall(body)
+        except OSError:
+            os.close(r)
+            return None, ""
+        finally:
+            os.close(w)
+        relay = Relay(r, key, max_frame)
+        forged = not relay.forward(out_fd)
+        os.close(r)
+        pid = self._read_int()
+        if forged and pid:
+            os.kill(pid, signal.SIGKILL)
+        return (None if pid is None else self._read_int()), relay.problem if forged else ""
+
+
+class Templates:
+    """The host's environment templates (the most recently used few, each a child process).
+
+    Args:
+        cfg: The host's config.
+        prepared: The host's confinement (:func:`._confine.prepare`), applied by each template.
+        in_fd: The parent's request pipe (handed to each session, never kept by a template).
+        out_fd: The pipe to the parent.
+    """
+
+    def __init__(self, cfg: dict, prepared: dict, in_fd: int, out_fd: int) -> None:
+        self.cfg, self.prepared, self.in_fd, self.out_fd = cfg, prepared, in_fd, out_fd
+        self.live: dict[str, _Template] = {}
+        own_uid = int(prepared.get("uid") or 0) > 0
+        self.hard = TEMPLATES_PER_HOST + 1 if own_uid else resource.getrlimit(resource.RLIMIT_NPROC)[1]
+
+    def session(self, key: str, body: bytes, first: dict) -> tuple[int, str]:
+        """Serves the session whose first request is ``first`` (raw: ``body``) from the template of
+        ``key``; returns (its wait status, the problem with its replies or "")."""
+        tpl = self.live.pop(key, None)
+        if tpl is not None and not tpl.alive():  # it ended while idle (e.g. its CPU limit)
+            tpl.close()
+            tpl = None
+        if tpl is None:
+            tpl, status = self._start(first)
+            if tpl is None:
+                return status, ""
+        self.live[key] = tpl  # most recently used last
+        while len(self.live) > TEMPLATES_PER_HOST:
+            self.live.pop(next(iter(self.live))).close()
+        status, problem = tpl.run(body, self.in_fd, self.out_fd, self.cfg["limits"]["max_frame_bytes"])
+        if status is None:  # the template ended under the session
+            del self.live[key]
+            status = tpl.close()
+        return status, problem
+
+    def _start(self, first: dict) -> tuple[Optional[_Template], int]:
+        """A loaded template, or (None, wait status) after its load error was answered / it died."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid = os.fork()
+        if pid == 0:
+            _template(theirs, first, self.cfg, self.prepared, self.hard)
+        theirs.close()
+        tpl = _Template(pid, ours)
+        try:
+            reply = read_frame(ours.fileno())
+        except (ProtocolError, OSError, ValueError):
+            return None, tpl.close()
+        problem = None
+        if isinstance(reply, dict) and reply.get("ok") is True:
+            problem = tpl.clean()
+            if problem is None:
+                return tpl, 0
+        write_frame(self.out_fd, _load_error(reply, problem))
+        tpl.close()
+        return None, _exited(CLEAN_EXIT)
+
+
+def _load_error(reply: Any, problem: Optional[str]) -> dict:
+    """The parent's answer for a template whose load failed (rebuilt here: only plain strings pass)."""
+    if problem:
+        return {"ok": False, "error_type": "import_error", "error": problem}
+    reply = reply if isinstance(reply, dict) else {}
+    etype, error = reply.get("error_type"), reply.get("error")
+    if not (isinstance(etype, str) and isinstance(error, str)):
+        etype, error = "load_error", "the environment template answered outside the protocol"
+    return {"ok": False, "error_type": etype[:64], "error": error[:20_000]}
+
