@@ -47,7 +47,7 @@ __all__ = ["TEMPLATES_PER_HOST", "Templates", "template_key"]
 
 TEMPLATES_PER_HOST = 2
 _HEAD = struct.Struct(">32sI")  # session key, length of the first request
-_INT = struct.Struct(">i")  # session pid, then its wait status
+_STATUS = struct.Struct(">i")  # a session's wait status
 _SIGNALS = set(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
 
 
@@ -67,7 +67,7 @@ def _exited(code: int) -> int:
 
 
 # ---------------------------------------------------------------------- in the template process
-def _template(sock: socket.socket, first: dict, cfg: dict, prepared: dict, hard: int) -> None:
+def _template(sock: socket.socket, first: dict, cfg: dict, prepared: dict, hard: int, nonce: str) -> None:
     """The template: harden like a session, load the environment once, then fork its sessions."""
     code = 1
     try:
@@ -86,18 +86,19 @@ def _template(sock: socket.socket, first: dict, cfg: dict, prepared: dict, hard:
         signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)  # no handler of the environment runs here any more
         gc.freeze()
         gc.disable()
-        write_frame(sock.fileno(), error or {"ok": True})
+        write_frame(sock.fileno(), error or {"ok": True, "nonce": nonce})
         if error:
             code = CLEAN_EXIT
             return
+        template = os.getpid()
         got = _fork_sessions(sock, hard)
-        code = PARENT_GONE if got is None else _session(sock, got, cfg, ex)
+        code = PARENT_GONE if got is None else _session(sock, got, cfg, ex, template)
     finally:
         os._exit(code)
 
 
 def _fork_sessions(sock: socket.socket, hard: int) -> Optional[tuple[bytes, bytes, list[int]]]:
-    """Template loop: one fork per session request; reports the session's pid and wait status.
+    """Template loop: one fork per session request; reports each session's wait status.
 
     Returns the request in the forked session; None in the template once the host is gone."""
     resource.setrlimit(resource.RLIMIT_NPROC, (hard, hard))
@@ -112,9 +113,8 @@ def _fork_sessions(sock: socket.socket, hard: int) -> Optional[tuple[bytes, byte
         for fd in got[2]:
             os.close(fd)
         del got
-        os.write(ctl, _INT.pack(pid))
         _, status = os.waitpid(pid, 0)
-        os.write(ctl, _INT.pack(status))
+        os.write(ctl, _STATUS.pack(status))
 
 
 def _next_request(sock: socket.socket) -> Optional[tuple[bytes, bytes, list[int]]]:
@@ -145,10 +145,9 @@ def _lower_nproc() -> None:
     resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
 
 
-def _session(sock: socket.socket, got: tuple[bytes, bytes, list[int]], cfg: dict, ex: Executor) -> int:
+def _session(sock: socket.socket, got: tuple[bytes, bytes, list[int]], cfg: dict, ex: Executor, template: int) -> int:
     """The forked session: what a fork does not carry, then serve its requests (an exit code)."""
     key, body, (reply_fd, in_fd) = got
-    template = os.getppid()
     os.close(sock.detach())
     _close_other_fds({reply_fd, in_fd})
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
@@ -200,12 +199,11 @@ class _Template:
         except ChildProcessError:
             return _exited(1)
 
-    def _read_int(self) -> Optional[int]:
+    def _status(self) -> Optional[int]:
         try:
-            data = _recv_exact(self.sock, _INT.size)
+            return _STATUS.unpack(_recv_exact(self.sock, _STATUS.size))[0]
         except (OSError, EOFError):
             return None
-        return _INT.unpack(data)[0]
 
     def run(self, body: bytes, in_fd: int, out_fd: int, max_frame: int) -> tuple[Optional[int], str]:
         """One session from this template; returns (its wait status or None if the template
@@ -223,10 +221,9 @@ class _Template:
         relay = Relay(r, key, max_frame)
         forged = not relay.forward(out_fd)
         os.close(r)
-        pid = self._read_int()
-        if forged and pid:
-            os.kill(pid, signal.SIGKILL)
-        return (None if pid is None else self._read_int()), relay.problem if forged else ""
+        if forged:  # the template, our child, not a pid it reported: the session dies with it (parent-death signal)
+            os.kill(self.pid, signal.SIGKILL)
+        return self._status(), relay.problem if forged else ""
 
 
 class Templates:
@@ -268,9 +265,10 @@ class Templates:
     def _start(self, first: dict) -> tuple[Optional[_Template], int]:
         """A loaded template, or (None, wait status) after its load error was answered / it died."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        nonce = os.urandom(16).hex()
         pid = os.fork()
         if pid == 0:
-            _template(theirs, first, self.cfg, self.prepared, self.hard)
+            _template(theirs, first, self.cfg, self.prepared, self.hard, nonce)
         theirs.close()
         tpl = _Template(pid, ours)
         try:
@@ -278,7 +276,7 @@ class Templates:
         except (ProtocolError, OSError, ValueError):
             return None, tpl.close()
         problem = None
-        if isinstance(reply, dict) and reply.get("ok") is True:
+        if reply == {"ok": True, "nonce": nonce}:  # a frame the module wrote to every descriptor is an error
             problem = tpl.clean()
             if problem is None:
                 return tpl, 0

@@ -1,5 +1,11 @@
-"""Hosts forked from the pool's warm template keep the isolation of a cold start."""
+"""Hosts forked from the pool's warm template, and sessions forked from an environment's template,
+keep the isolation of a cold start."""
+import json
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -8,7 +14,7 @@ from envscaler_core.runtime.template import ForkedProcess
 from envscaler_core.runtime.worker import Worker, netns_prefix, worker_env
 from envscaler_core.testing.library import LIBRARY_SOURCE, library_state
 
-from .conftest import FAST_LIMITS
+from .conftest import FAST_LIMITS, hostile
 
 
 PROBE = """
@@ -91,3 +97,202 @@ def test_killed_host_is_seen_dead_and_replaced(pool):
         assert s.call("get_book", {"book_id": "b1"}).error_type == "worker_crashed"
         assert s.call("get_book", {"book_id": "b1"}).ok  # restored in a fresh host
         assert s._worker.proc.pid != old.pid
+
+
+# ---------------------------------------------------------------------- environment templates (issue 18 item 1)
+TRACER = '''
+import os, random
+
+LOADS = [os.getpid()]  # module level: runs once per template, not once per session
+
+
+class Tracer:
+    hits = 0
+
+    def __init__(self, init_config: dict):
+        self.seen = 0
+
+    def where(self) -> dict:
+        """Who runs this session, and what earlier sessions left behind."""
+        Tracer.hits += 1
+        LOADS.append("session")
+        return {"pid": os.getpid(), "parent": os.getppid(), "loaded_in": LOADS[0], "hits": Tracer.hits,
+                "left": len(LOADS), "draw": random.random()}
+'''
+COLD = FAST_LIMITS.model_copy(update={"env_templates": False})
+
+
+def where(pool, source: str = TRACER, seed=None) -> dict:
+    with pool.open_session(source, "Tracer", seed=seed) as session:
+        return session.call("where").observation
+
+
+def test_the_class_is_loaded_once_per_environment_and_sessions_start_fresh():
+    with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
+        first, second = where(pool, seed=1), where(pool, seed=1)
+        other = where(pool, TRACER + "\n# another environment\n")
+        again = where(pool, seed=2)
+    assert first["pid"] != second["pid"]  # a fresh process per session ...
+    assert first["loaded_in"] == second["loaded_in"] == again["loaded_in"] == first["parent"] == second["parent"]
+    assert other["loaded_in"] == other["parent"] != first["parent"]  # ... forked from its environment's template
+    for seen in (first, second, other, again):  # nothing of an earlier session survives
+        assert seen["hits"] == 1 and seen["left"] == 2
+    assert first["draw"] == second["draw"] != again["draw"]  # random is seeded per session
+
+
+def test_without_templates_every_session_loads_the_module_itself():
+    with WorkerPool(size=1, limits=COLD) as pool:
+        seen = [where(pool) for _ in range(2)]
+    assert all(s["loaded_in"] == s["pid"] for s in seen)
+
+
+def test_hosts_switch_between_more_environments_than_templates():
+    sources = [TRACER + "\n" * i for i in range(4)]
+    with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
+        parents = [where(pool, sources[i % 4])["parent"] for i in range(8)]
+    assert len(set(parents)) == 8  # 4 environments in turn, 2 templates per host: each one started again
+
+
+def _wait_gone(pid: int) -> None:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().rsplit(")", 1)[1].split()[0] in "ZX":
+                    return
+        except OSError:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} is still running")
+
+
+def test_a_template_that_died_is_replaced():
+    with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
+        first = where(pool)
+        time.sleep(0.2)  # the template has reported that session's end
+        os.kill(first["parent"], signal.SIGKILL)
+        time.sleep(0.2)
+        second = where(pool)
+        assert second["parent"] != first["parent"] and second["hits"] == 1
+        with pool.open_session(TRACER, "Tracer") as session:  # dies under a session: a crash, then restored
+            seen = session.call("where").observation
+            os.kill(seen["parent"], signal.SIGKILL)
+            _wait_gone(seen["pid"])  # the session dies with its template (parent-death signal)
+            result = session.call("where")
+            assert result.error_type == "worker_crashed"
+            restored = session.call("where")
+            assert restored.error_type is None and restored.observation["hits"] == 1
+
+
+@pytest.mark.parametrize("module_code, message", [
+    ("import os\nos.fork()\n", "os.fork is not allowed"),
+    ("import _thread, time\n_thread.start_new_thread(time.sleep, (5,))\n", "can't start new thread"),
+    ("import resource\nresource.setrlimit(resource.RLIMIT_NPROC, (1, 1))\n", "resource.setrlimit is not allowed"),
+])
+def test_environment_code_cannot_fork_or_start_threads_while_its_template_loads_it(module_code, message):
+    with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
+        with pytest.raises(Exception, match=message):
+            pool.open_session(module_code + TRACER, "Tracer")
+        assert where(pool)["hits"] == 1  # the worker is fine afterwards
+
+
+def test_a_stray_frame_written_while_loading_is_a_load_error_not_a_reply():
+    stray = ("import json, os\nframe = json.dumps({'ok': True}).encode()\n"
+             "for fd in range(64):\n    try:\n        os.write(fd, len(frame).to_bytes(4, 'big') + frame)\n"
+             "    except OSError:\n        pass\n")
+    with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
+        with pytest.raises(Exception, match="outside the protocol"):
+            pool.open_session(stray + TRACER, "Tracer")
+        assert where(pool)["hits"] == 1
+
+
+def test_load_errors_still_reach_the_caller_from_a_template():
+    with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
+        with pytest.raises(Exception, match="class 'Nope' not found"):
+            pool.open_session(TRACER, "Nope")
+        with pytest.raises(Exception, match="syntax"):
+            pool.open_session("def broken(:\n", "Tracer")
+        with pytest.raises(Exception, match="ZeroDivisionError"):
+            pool.open_session("1 / 0\n" + TRACER, "Tracer")
+        assert where(pool)["hits"] == 1
+
+
+ISOLATION = '''
+import os, sys
+
+
+class Tracer:
+    def probe(self) -> dict:
+        """What the session can see and do."""
+        try:
+            hostname = open("/etc/hostname").read()
+        except OSError as exc:
+            hostname = "denied: " + type(exc).__name__
+        return {"pid": os.getpid(), "ids": [os.getresuid(), os.getresgid()], "groups": os.getgroups(),
+                "env": sorted(os.environ), "path": sys.path, "hostname": hostname, "cwd": os.getcwd()}
+'''
+
+
+def _fd_kinds(pid: int) -> list[str]:
+    kinds = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        kinds.append(target.split(":")[0] if ":" in target else target)
+    return sorted(kinds)
+
+
+def _kernel_view(pid: int) -> dict:
+    with open(f"/proc/{pid}/status") as fh:
+        status = dict(line.rstrip("\n").split(":\t", 1) for line in fh if ":\t" in line)
+    with open(f"/proc/{pid}/limits") as fh:
+        nproc = next(line.split()[2:4] for line in fh if line.startswith("Max processes"))
+    return {"caps": [status[k] for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")],
+            "no_new_privs": status["NoNewPrivs"], "nproc": nproc, "fds": _fd_kinds(pid)}
+
+
+def _isolation(limits) -> dict:
+    with WorkerPool(size=1, limits=limits) as pool, pool.open_session(ISOLATION, "Tracer") as session:
+        seen = session.call("probe").observation
+        seen["kernel"] = _kernel_view(seen["pid"])
+        seen["workdir"] = os.path.realpath(session._worker.workdir)
+        return seen
+
+
+def test_a_session_from_a_template_is_isolated_like_a_cold_one():
+    cold, warm = _isolation(COLD), _isolation(FAST_LIMITS)
+    for seen in (cold, warm):
+        assert seen.pop("cwd") == seen.pop("workdir")
+        seen.pop("pid")
+        assert seen["hostname"].startswith("denied")  # Landlock: outside the allow-list
+        assert seen["kernel"]["nproc"] == ["0", "0"] and seen["kernel"]["no_new_privs"] == "1"
+        if os.geteuid() == 0:
+            assert 0 not in seen["ids"][0] and seen["groups"] == []
+    cold["ids"] = warm["ids"] = None  # a per-worker uid: different pools, different uids
+    assert warm == cold  # environment, sys.path, descriptors, capabilities, limits
+
+
+def test_a_forged_reply_from_a_template_session_is_rejected():
+    from .test_runtime_integrity import STRAY
+
+    source = hostile(STRAY + "return {'success': True, 'data': 'honest'}", imports="import os, json")
+    with WorkerPool(size=1, limits=FAST_LIMITS) as pool, pool.open_session(source, "Hostile") as session:
+        assert session.call("ping").observation["data"] == 1
+        result = session.call("attack")
+        assert result.error_type == "worker_crashed" and "forged" not in json.dumps(result.observation)
+        assert session.call("ping").observation["data"] == 2  # restored; the pipe stayed in step
+
+
+def test_a_template_with_a_thread_or_child_is_refused(tmp_path):
+    from envscaler_core.runtime._envtemplate import _Template
+
+    code = "import threading, time, sys; threading.Thread(target=time.sleep, args=(30,), daemon=True).start(); print(1, flush=True); time.sleep(30)"
+    busy = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    idle = subprocess.Popen([sys.executable, "-c", "import time; print(1, flush=True); time.sleep(30)"], stdout=subprocess.PIPE)
+    try:
+        busy.stdout.readline(), idle.stdout.readline()
+        assert "thread" in (_Template(busy.pid, None).clean() or "")
+        assert _Template(idle.pid, None).clean() is None
+    finally:
+        for proc in (busy, idle):
+            proc.kill()
+            proc.wait()
