@@ -3,7 +3,8 @@
 Executing an environment's module and building its tools' pydantic models and JSON schemas was
 most of a session's start (issue 18). So the host (:mod:`._worker`) reads each session's first
 op itself; for a session ``load`` it keeps, for the last ``TEMPLATES_PER_HOST`` environments it
-served, a *template*: a process forked from the host that hardens itself exactly like a session
+served, a *template* (and one *base* template, never given any environment, for every other op:
+checker batches, schema-only loads): a process forked from the host that hardens itself exactly like a session
 (:func:`._confine.harden`: privileges dropped, the host's Landlock ruleset; the same rlimits and
 audit hook), executes the module and builds the tools once, and then forks every session of that
 environment. The kernel state a session needs (uid, empty capability sets, ``no_new_privs``, the
@@ -18,7 +19,7 @@ template forks, the session signs its replies with that key (:mod:`._reply`) and
 closes its copies. A template never holds the parent's pipes while environment code runs in it.
 
 While the template loads the module its ``RLIMIT_NPROC`` soft limit is 0 (no process, no thread),
-its hard limit ``TEMPLATES_PER_HOST + 1`` under the worker's own uid (when started as root); the
+its hard limit ``TEMPLATES_PER_HOST + 2`` (the templates and one session) under the worker's own uid (when started as root); the
 audit hook lets only the runtime's fork loop (:func:`_fork_sessions`, on the stack) fork or raise
 that soft limit. After the load the host checks that the template has one thread and no child,
 and the template blocks every signal and freezes the garbage collector, so none of the
@@ -51,13 +52,18 @@ _STATUS = struct.Struct(">i")  # a session's wait status
 _SIGNALS = set(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
 
 
-def template_key(req: Any) -> Optional[str]:
-    """Sessions of the same environment source share a template (schema-only loads do not)."""
+BASE = "base"
+
+
+def template_key(req: Any) -> str:
+    """Sessions of the same environment source share a template; every other session (checkers,
+    schema-only loads, pings) is forked from the host's *base* template, which hardened itself
+    the same way but never runs anything but the runtime."""
     if not (isinstance(req, dict) and req.get("op") == "load" and not req.get("schemas_only")):
-        return None
+        return BASE
     code, name = req.get("code"), req.get("class_name")
     if not (isinstance(code, str) and isinstance(name, str)):
-        return None
+        return BASE
     return hashlib.sha256(f"{name}\0{code}".encode()).hexdigest()
 
 
@@ -67,8 +73,9 @@ def _exited(code: int) -> int:
 
 
 # ---------------------------------------------------------------------- in the template process
-def _template(sock: socket.socket, first: dict, cfg: dict, prepared: dict, hard: int, nonce: str) -> None:
-    """The template: harden like a session, load the environment once, then fork its sessions."""
+def _template(sock: socket.socket, first: Optional[dict], cfg: dict, prepared: dict, hard: int, nonce: str) -> None:
+    """The template: harden like a session, load the environment once (``first``; None for the
+    base template), then fork its sessions."""
     code = 1
     try:
         ruleset = prepared["ruleset"]
@@ -81,7 +88,7 @@ def _template(sock: socket.socket, first: dict, cfg: dict, prepared: dict, hard:
         _guard.set_rlimits(cfg["limits"], (0, hard))
         _guard.install_audit_hook(os.getcwd(), frozenset({_fork_sessions.__code__, _lower_nproc.__code__}))
         ex = Executor(cfg["limits"])
-        error = ex.prepare(first)
+        error = ex.prepare(first) if first is not None else None
         del first
         signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)  # no handler of the environment runs here any more
         gc.freeze()
@@ -240,7 +247,7 @@ class Templates:
         self.cfg, self.prepared, self.in_fd, self.out_fd = cfg, prepared, in_fd, out_fd
         self.live: dict[str, _Template] = {}
         own_uid = int(prepared.get("uid") or 0) > 0
-        self.hard = TEMPLATES_PER_HOST + 1 if own_uid else resource.getrlimit(resource.RLIMIT_NPROC)[1]
+        self.hard = TEMPLATES_PER_HOST + 2 if own_uid else resource.getrlimit(resource.RLIMIT_NPROC)[1]
 
     def session(self, key: str, body: bytes, first: dict) -> tuple[int, str]:
         """Serves the session whose first request is ``first`` (raw: ``body``) from the template of
@@ -250,19 +257,20 @@ class Templates:
             tpl.close()
             tpl = None
         if tpl is None:
-            tpl, status = self._start(first)
+            tpl, status = self._start(None if key == BASE else first)
             if tpl is None:
                 return status, ""
         self.live[key] = tpl  # most recently used last
-        while len(self.live) > TEMPLATES_PER_HOST:
-            self.live.pop(next(iter(self.live))).close()
+        envs = [k for k in self.live if k != BASE]  # least recently used first
+        for old in envs[:max(0, len(envs) - TEMPLATES_PER_HOST)]:
+            self.live.pop(old).close()
         status, problem = tpl.run(body, self.in_fd, self.out_fd, self.cfg["limits"]["max_frame_bytes"])
         if status is None:  # the template ended under the session
             del self.live[key]
             status = tpl.close()
         return status, problem
 
-    def _start(self, first: dict) -> tuple[Optional[_Template], int]:
+    def _start(self, first: Optional[dict]) -> tuple[Optional[_Template], int]:
         """A loaded template, or (None, wait status) after its load error was answered / it died."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         nonce = os.urandom(16).hex()

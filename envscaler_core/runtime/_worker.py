@@ -245,9 +245,8 @@ def _host(cfg: Optional[dict] = None) -> None:
         except (ProtocolError, OSError, ValueError):
             _remove_workdir()  # the parent is gone: nobody else will remove it
             os._exit(1)
-        key = _envtemplate.template_key(first) if templates is not None else None
-        if key is not None:
-            status, problem = templates.session(key, body, first)
+        if templates is not None:
+            status, problem = templates.session(_envtemplate.template_key(first), body, first)
         else:
             status, problem = _cold_session(in_fd, out_fd, cfg, prepared, first)
         if not problem and os.WIFEXITED(status) and os.WEXITSTATUS(status) == CLEAN_EXIT:
