@@ -19,7 +19,8 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 USER = "envscaler-sbx-test"
 TESTS = ["tests/test_core/test_runtime_hostile.py", "tests/test_core/test_runtime_integrity.py",
-         "tests/test_core/test_runtime_landlock.py", "tests/test_core/test_runtime_checkers.py"]
+         "tests/test_core/test_runtime_landlock.py", "tests/test_core/test_runtime_checkers.py",
+         "tests/test_core/test_runtime_template.py"]
 
 
 def _pytest(cwd: str) -> list[str]:
