@@ -8,7 +8,6 @@ gets a ``timeout`` / ``worker_crashed`` observation; nothing ever hangs.
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import threading
@@ -16,7 +15,7 @@ import time
 from typing import Any, Optional
 
 from .models import CallResult, EnvLoadError, WorkerError
-from .state import apply_diff, state_hash, to_jsonable
+from .state import apply_diff, json_copy, state_hash, to_jsonable
 
 __all__ = ["EnvSession", "compute_schemas", "parse_arguments"]
 
@@ -180,7 +179,7 @@ class EnvSession:
             return _error_obs(etype, f"Tool {tool!r} failed: {exc}"), etype, []
         diff = resp.get("state_diff") or []
         try:
-            apply_diff(self._state, copy.deepcopy(diff), in_place=True)
+            apply_diff(self._state, diff, in_place=True)
         except Exception:  # noqa: BLE001 - resync from the worker
             self._state = self._request({"op": "snapshot"})["state"]
         self._hash = resp["state_hash"]
@@ -190,13 +189,13 @@ class EnvSession:
         """The current state (public attributes, JSON-shaped), from the worker."""
         with self._lock:
             if self.parked:  # the parent's copy is exact: no need to reopen
-                return copy.deepcopy(self._state)
+                return json_copy(self._state)
             try:
                 resp = self._request({"op": "snapshot"})
                 self._state, self._hash = resp["state"], resp["state_hash"]
             except WorkerError as exc:
                 log.warning("snapshot fell back to the parent copy: %s", exc)
-            return copy.deepcopy(self._state)
+            return json_copy(self._state)
 
     def restore(self, state: dict) -> str:
         """Replaces the whole state; returns the new state hash."""

@@ -148,3 +148,40 @@ def test_random_diffs_roundtrip():
         before = {"a": {"b": [1, {"c": 2}, 3], "d": "x"}, "e": [[1], [2, 3]], "f": None}
         after = mutate(before)
         assert apply_diff(before, state_diff(before, after)) == after
+
+
+def test_apply_diff_fast_path_matches_the_library_copies_values_and_reports_bad_paths():
+    """apply_diff applies add/remove/replace itself (the library deep-copied the whole state per
+    step: the largest driver cost in the rollout profile); results must stay the library's."""
+    import copy
+    import random
+
+    import jsonpatch
+    import pytest
+
+    rng = random.Random(11)
+
+    def value(depth=0):
+        r = rng.random()
+        if depth > 3 or r < 0.4:
+            return rng.choice([1, "a", None, True, 2.5, "x/y", "~t"])
+        if r < 0.7:
+            return {rng.choice(["a", "b", "c/d", "e~f", "0"]): value(depth + 1) for _ in range(rng.randint(0, 3))}
+        return [value(depth + 1) for _ in range(rng.randint(0, 4))]
+
+    checked = 0
+    while checked < 300:
+        before, after = {"s": value()}, {"s": value()}
+        diff = state_diff(before, after)
+        kept = copy.deepcopy(before)
+        assert apply_diff(before, diff) == after == jsonpatch.apply_patch(copy.deepcopy(before), diff)
+        assert before == kept
+        checked += 1
+    patch = [{"op": "add", "path": "/l/0", "value": {"v": [1]}}]
+    state = {"l": []}
+    apply_diff(state, patch, in_place=True)
+    state["l"][0]["v"].append(2)
+    assert patch[0]["value"] == {"v": [1]}  # the patch's value was copied, not aliased
+    for bad in ([{"op": "replace", "path": "/missing", "value": 1}], [{"op": "remove", "path": "/l/5"}]):
+        with pytest.raises(jsonpatch.JsonPatchException):
+            apply_diff({"l": []}, bad)
