@@ -88,7 +88,8 @@ class AsyncSession:
         return await self._run(self.session.call, name, arguments)
 
     async def snapshot(self) -> dict[str, Any]:
-        return await self._run(self.session.snapshot)
+        local = self.session.local_snapshot()  # usually exact: no thread hop, no round trip
+        return local if local is not None else await self._run(self.session.snapshot)
 
     async def restore(self, state: dict[str, Any]) -> str:
         return await self._run(self.session.restore, state)

@@ -185,8 +185,25 @@ class EnvSession:
         self._hash = resp["state_hash"]
         return resp["observation"], resp.get("error_type"), diff
 
+    def local_snapshot(self) -> Optional[dict]:
+        """The current state from the parent's copy, without a round trip, when that copy is
+        known exact (parked, or its hash is the one the worker reported after the last op);
+        None when the copy is in doubt or another thread holds the session."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            if self.parked or (self._hash and state_hash(self._state) == self._hash):
+                return json_copy(self._state)
+            return None
+        finally:
+            self._lock.release()
+
     def snapshot(self) -> dict:
-        """The current state (public attributes, JSON-shaped), from the worker."""
+        """The current state (public attributes, JSON-shaped): the parent's copy when it hashes
+        to what the worker reported (it is rebuilt from every call's diff), else the worker's."""
+        local = self.local_snapshot()
+        if local is not None:
+            return local
         with self._lock:
             if self.parked:  # the parent's copy is exact: no need to reopen
                 return json_copy(self._state)

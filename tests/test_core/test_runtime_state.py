@@ -185,3 +185,20 @@ def test_apply_diff_fast_path_matches_the_library_copies_values_and_reports_bad_
     for bad in ([{"op": "replace", "path": "/missing", "value": 1}], [{"op": "remove", "path": "/l/5"}]):
         with pytest.raises(jsonpatch.JsonPatchException):
             apply_diff({"l": []}, bad)
+
+
+def test_snapshot_comes_from_the_parent_copy_only_while_it_hashes_to_the_workers_state(lib_session):
+    """Scoring snapshots every episode twice; the parent's copy (rebuilt from each call's diff)
+    serves them without a round trip, but only while its hash is the one the worker reported."""
+    lib_session.call("add_book", {"book_id": "b9", "title": "X"})
+    worker = lib_session._worker
+    requests = []
+    original = worker.request
+    worker.request = lambda msg, timeout: requests.append(msg["op"]) or original(msg, timeout)
+    local = lib_session.snapshot()
+    assert requests == [] and local["books"]["b9"]["title"] == "X"
+    local["books"].clear()  # a caller's copy: the session's own is untouched
+    assert lib_session.local_snapshot()["books"]["b9"]["title"] == "X"
+    lib_session._state["books"]["b9"]["title"] = "drifted"  # the copy no longer matches the worker
+    assert lib_session.local_snapshot() is None
+    assert lib_session.snapshot()["books"]["b9"]["title"] == "X" and requests == ["snapshot"]
