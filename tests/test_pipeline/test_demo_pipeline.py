@@ -19,10 +19,21 @@ def _records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def _run_pipeline(out: Path, env: dict, timeout: int) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipeline", "--config", "configs/demo.yaml",
+def _run_pipeline(out: Path, env: dict, timeout: int, config: str = "configs/demo.yaml") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipeline", "--config", config,
                            "--out", str(out)], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=timeout)
+
+
+def _demo_with_a_lookup(tmp_path: Path) -> str:
+    """The demo preset with ``plan_lookups: 1``: the shipped demo gives the 0.5B agent the ids,
+    the scripted agent can look them up, so the whole lookup path runs end to end here."""
+    import yaml
+    config = yaml.safe_load((ROOT / "configs" / "demo.yaml").read_text())
+    config["scen_generator"]["plan_lookups"] = 1
+    path = tmp_path / "demo-lookup.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return str(path)
 
 
 def test_demo_config_end_to_end_on_the_scripted_server(tmp_path):
@@ -30,7 +41,8 @@ def test_demo_config_end_to_end_on_the_scripted_server(tmp_path):
     with ScriptedServer(PipelineWorld()) as server:
         env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test",
                "OPENAI_MODEL": "scripted", "ENVSCALER_NO_PROGRESS": "1"}
-        proc = _run_pipeline(out, env, timeout=600)
+        config = _demo_with_a_lookup(tmp_path)
+        proc = _run_pipeline(out, env, timeout=600, config=config)
         calls_first = len(server.completion_requests)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         envs = _records(out / "envs.jsonl")
@@ -55,7 +67,7 @@ def test_demo_config_end_to_end_on_the_scripted_server(tmp_path):
         assert report["total"]["share_2plus_calls_and_a_lookup"] == 1.0
         assert report["total"]["agent_pass_at_1_rollouts"] == 1.0
         # a second run resumes everything and pays for no LLM call
-        again = _run_pipeline(out, env, timeout=600)
+        again = _run_pipeline(out, env, timeout=600, config=config)
         assert again.returncode == 0, again.stderr[-2000:]
         assert len(server.completion_requests) == calls_first
 
