@@ -10,6 +10,7 @@ trajectory layout (``traj_type``, ``task_info``, ``tools``, ``messages``, ``user
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -67,14 +68,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def read_trajectories(paths: Iterable[Path]) -> list[Trajectory]:
-    """All records of ``paths``, first occurrence of an id wins."""
-    seen: dict[str, Trajectory] = {}
+    """All records of ``paths``; a record seen twice (same id, mode and messages: a file given
+    twice) is kept once. Task- and user-mode runs of one scenario share ids (``scenario#sample``),
+    so the id alone is no identity: keyed on it, the demo's user-mode rows were dropped."""
+    seen: dict[tuple[str, str, str], Trajectory] = {}
     for path in paths:
         if not path.exists():
             raise UserError(f"trajectories file not found: {path}")
         try:
             for record in JsonlStore(path, Trajectory).read():
-                seen.setdefault(record.id, record)
+                content = hashlib.sha256(json.dumps(record.messages, sort_keys=True, default=str).encode()).hexdigest()
+                seen.setdefault((record.id, record.mode, content), record)
         except ArtifactError as exc:
             raise UserError(str(exc)) from None
     return list(seen.values())

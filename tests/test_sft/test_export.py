@@ -134,3 +134,19 @@ def test_cli_bad_input_exits_2(tmp_path):
     samples.write_jsonl(source, samples.broken())
     empty = run_export("--trajectories", source, "--out", tmp_path / "o")
     assert empty.returncode == 2 and "no trajectory survived" in empty.stderr
+
+
+def test_task_and_user_runs_of_one_scenario_are_all_exported_and_a_repeated_file_once(tmp_path):
+    """Task- and user-mode rollouts of a scenario share ids (``scenario#sample``): keyed on the id,
+    the demo's export read 2 of its 4 trajectories and silently lost the user-mode ones."""
+    good = samples.good()
+    task_file, user_file = tmp_path / "task.jsonl", tmp_path / "user.jsonl"
+    samples.write_jsonl(task_file, good)
+    user = [t.model_copy(update={"mode": "user", "messages": t.messages + [{"role": "user", "content": "thanks"}]})
+            for t in good]
+    samples.write_jsonl(user_file, user)
+    out = tmp_path / "sft"
+    result = run_export("--trajectories", task_file, user_file, task_file, "--out", out)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out / "envscaler_sft_sharegpt.report.json").read_text())
+    assert report["read"] == 2 * len(good) and report["kept"] == 2 * len(good)
