@@ -10,7 +10,6 @@ trajectory layout (``traj_type``, ``task_info``, ``tools``, ``messages``, ``user
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -23,6 +22,7 @@ from envscaler_core import hub
 from envscaler_core.release_layout import TRAJECTORY_FIELDS, trajectory_row
 from envscaler_core.progress import print_table
 from envscaler_core.runner import StageContext, update_manifest
+from envscaler_core.runtime.state import hash_jsonable
 from envscaler_core.store import ArtifactError, JsonlStore, read_json, write_json_atomic
 from sft.dialogue import DropSample, to_dialogue
 from sft.formats import to_alpaca, to_sharegpt
@@ -77,8 +77,7 @@ def read_trajectories(paths: Iterable[Path]) -> list[Trajectory]:
             raise UserError(f"trajectories file not found: {path}")
         try:
             for record in JsonlStore(path, Trajectory).read():
-                content = hashlib.sha256(json.dumps(record.messages, sort_keys=True, default=str).encode()).hexdigest()
-                seen.setdefault((record.id, record.mode, content), record)
+                seen.setdefault((record.id, record.mode, hash_jsonable(record.messages)), record)
         except ArtifactError as exc:
             raise UserError(str(exc)) from None
     return list(seen.values())
