@@ -115,6 +115,14 @@ def reap_all(timeout: float = 10.0) -> None:
             time.sleep(0.01)
 
 
+def median_timings(trajectories) -> dict:
+    """Median seconds per episode of each part the trajectories time (agent, env, reward, total...)."""
+    import statistics
+
+    keys = sorted({k for t in trajectories for k in t.timings})
+    return {k: round(statistics.median(t.timings.get(k, 0.0) for t in trajectories), 4) for k in keys}
+
+
 def reward_digest(trajectories) -> str:
     rewards = sorted(json.dumps(t.reward.model_dump(), sort_keys=True) for t in trajectories)
     return hashlib.sha256("\n".join(rewards).encode()).hexdigest()[:12]
@@ -156,7 +164,7 @@ async def run_setting(cfg: dict) -> dict:
     return {"episodes": len(done), "ok": sum(t.reward.final == 1.0 for t in done),
             "first_s": round(stamps[0] - cfg["t0"], 3), "wall_s": round(stamps[-1] - cfg["t0"], 3),
             "eps": round((k2 - k1) / (t2 - t1), 2), "cpu_ms": round(1000 * (c2 - c1) / (k2 - k1), 2),
-            "rewards": reward_digest(done)}
+            "rewards": reward_digest(done), "median_s": median_timings(done)}
 
 
 def one_setting(latency: float, concurrency: int, episodes: int, server, base_url: str) -> dict:

@@ -76,15 +76,19 @@ class RolloutEngine:
                 not model behaviour: the caller records a failure and may retry).
         """
         started = time.perf_counter()
-        env = await self.env_factory.open(task)
+        env = await getattr(self.env_factory, "open_behind", self.env_factory.open)(task)
+        opened = time.perf_counter()
         try:
             episode = self.new_episode(task, env, on_event)
             await episode.run()
             final_state = await env.snapshot()
         finally:
+            closing = time.perf_counter()
             await env.close()
+        closed = time.perf_counter()
         trajectory = await self.finish(episode, final_state)
-        trajectory.timings["total_s"] = round(time.perf_counter() - started, 4)
+        trajectory.timings.update(open_s=round(opened - started, 4), close_s=round(closed - closing, 4),
+                                  total_s=round(time.perf_counter() - started, 4))
         return trajectory
 
 

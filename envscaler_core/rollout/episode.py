@@ -7,6 +7,7 @@ with error observations. Only endpoint failures (``LLMError``) escape.
 """
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import time
@@ -47,6 +48,7 @@ class Episode:
         self.next: str = "agent"  # "agent" | "user" | "done"
         self.termination = ""
         self.initial_state: dict[str, Any] = {}
+        self._initial: Optional[asyncio.Future] = None  # the initial snapshot of an env still opening
         self._last_agent_text = ""
         self._started = time.perf_counter()
         self._made: dict[str, str] = {}  # call key -> state hash right after it (``repeat_note``)
@@ -62,7 +64,10 @@ class Episode:
         Args:
             opening: In ``user`` mode, a person's first message instead of the simulator's.
         """
-        self.initial_state = await self.env.snapshot()
+        if getattr(self.env, "opens_behind", False):  # the first model call need not wait for the sandbox
+            self._initial = asyncio.ensure_future(self.env.snapshot())
+        else:
+            self.initial_state = await self.env.snapshot()
         first = self.task.task
         if self.settings.mode == "user":
             turn = await self._user_says(opening, agent_text=None)
@@ -80,8 +85,25 @@ class Episode:
         """Runs to the end."""
         if not self.messages and not self.done:
             await self.start()
-        while not self.done:
-            await self.step()
+        try:
+            while not self.done:
+                await self.step()
+        except BaseException:
+            await self.settle_initial_state(raise_error=False)
+            raise
+        await self.settle_initial_state()
+
+    async def settle_initial_state(self, raise_error: bool = True) -> None:
+        """Waits for the initial snapshot of an env that was still opening at :meth:`start`
+        (its open error is raised here, unless ``raise_error`` is False)."""
+        if self._initial is None:
+            return
+        initial, self._initial = self._initial, None
+        try:
+            self.initial_state = await initial
+        except Exception:
+            if raise_error:
+                raise
 
     async def step(self) -> None:
         """Plays whichever side is next."""
@@ -123,6 +145,7 @@ class Episode:
         return action
 
     async def _execute(self, action: AgentAction) -> None:
+        await self.settle_initial_state()  # the state before the first call
         results: list[tuple[AgentCall, StepOutcome]] = []
         for call in action.calls:
             started = time.perf_counter()

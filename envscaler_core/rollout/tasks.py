@@ -7,7 +7,7 @@ from typing import Iterable
 
 from envscaler_core.artifacts import EnvSpec, Scenario
 from envscaler_core.rollout.types import EpisodeTask
-from envscaler_core.runtime import AsyncSession, Sandbox
+from envscaler_core.runtime import AsyncSession, OpeningSession, Sandbox
 
 
 @dataclass
@@ -66,3 +66,10 @@ class ScenarioEnvs:
     async def open(self, task: EpisodeTask) -> AsyncSession:
         payload: ScenarioPayload = task.payload
         return await self.sandbox.aopen(payload.env, payload.scenario.init_config, seed=task.seed)
+
+    async def open_behind(self, task: EpisodeTask) -> AsyncSession | OpeningSession:
+        """Like :meth:`open`, but the session may still be starting when it returns (see
+        :class:`~envscaler_core.runtime.sandbox.OpeningSession`): the engine's first model call
+        overlaps the sandbox's start."""
+        payload: ScenarioPayload = task.payload
+        return await self.sandbox.aopen(payload.env, payload.scenario.init_config, seed=task.seed, behind=True)

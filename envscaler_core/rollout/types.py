@@ -90,7 +90,13 @@ class ToolEnv(Protocol):
 
 
 class EnvFactory(Protocol):
-    """Opens a fresh :class:`ToolEnv` for an episode."""
+    """Opens a fresh :class:`ToolEnv` for an episode.
+
+    A factory may also offer ``open_behind(task)``: a :class:`ToolEnv` that may still be starting
+    (``opens_behind = True``; its ``tools`` known, every op waiting for the start).
+    :meth:`RolloutEngine.run_episode` then asks the model while the environment starts, and the
+    episode takes its initial snapshot before its first tool call.
+    """
 
     async def open(self, task: EpisodeTask) -> ToolEnv: ...
 

@@ -20,13 +20,14 @@ from .models import (
     WorkerError,
 )
 from .pool import WorkerPool
-from .sandbox import AsyncSession, Replay, Sandbox
+from .sandbox import AsyncSession, OpeningSession, Replay, Sandbox
 from .session import EnvSession, compute_schemas, parse_arguments
 from .state import UnserializableError, apply_diff, canonical_json, state_diff, state_hash, to_jsonable
 
 __all__ = [
     "ERROR_TYPES",
     "AsyncSession",
+    "OpeningSession",
     "CallResult",
     "CheckResult",
     "EnvLoadError",

@@ -28,6 +28,7 @@ _POOLS: "weakref.WeakSet[WorkerPool]" = weakref.WeakSet()
 # Pools re-created in this process for pools pickled elsewhere (e.g. into a Ray worker).
 _ADOPTED: "dict[str, WorkerPool]" = {}
 _ADOPT_LOCK = threading.Lock()
+_OWN = object()  # WorkerPool(template=...) default: the pool starts its own host template
 
 
 @atexit.register
@@ -43,7 +44,9 @@ class WorkerPool:
         size: Number of worker processes (max concurrent sessions).
         limits: Sandbox limits; defaults to :class:`SandboxLimits()`.
 
-    Processes start in the constructor (never at import time). Use as a
+    ``prestart`` workers (default: all) start in the constructor (never at import time), the
+    others when first needed. ``template``: a host template shared with other pools of the same
+    limits (the pool then does not close it); by default the pool starts its own. Use as a
     context manager or call :meth:`close`.
 
     A pool pickles as a reference: unpickled in another process (a Ray
@@ -52,7 +55,8 @@ class WorkerPool:
     object that referred to the original.
     """
 
-    def __init__(self, size: int = 4, limits: Optional[SandboxLimits] = None) -> None:
+    def __init__(self, size: int = 4, limits: Optional[SandboxLimits] = None, *, prestart: Optional[int] = None,
+                 template: Any = _OWN) -> None:
         if size < 1:
             raise ValueError("size must be >= 1")
         self.size = size
@@ -60,19 +64,38 @@ class WorkerPool:
         self._idle: "queue.Queue[Worker]" = queue.Queue()
         self._lock = threading.Lock()
         self._closed = False
+        self._started = 0
         self.token = uuid.uuid4().hex
-        self._template = new_template(self.limits)
-        for _ in range(size):
-            self._idle.put(Worker(self.limits, self._template))
+        self._owns_template = template is _OWN
+        self._template = new_template(self.limits) if template is _OWN else template
+        for _ in range(size if prestart is None else max(0, min(size, prestart))):
+            self._idle.put(self._start_worker())
         _POOLS.add(self)
+
+    def _start_worker(self) -> Worker:
+        with self._lock:
+            self._started += 1
+        try:
+            return Worker(self.limits, self._template)
+        except BaseException:
+            with self._lock:
+                self._started -= 1
+            raise
+
+    def _start_if_room(self) -> Optional[Worker]:
+        """A new worker while fewer than ``size`` have started, else None."""
+        with self._lock:
+            if self._started >= self.size:
+                return None
+        return self._start_worker()
 
     def __reduce__(self):
         return (_pool_for_token, (self.token, self.size, self.limits))
 
     @property
     def idle_workers(self) -> int:
-        """Workers free right now (a hint: another thread may take one the next moment)."""
-        return self._idle.qsize()
+        """Workers free right now, started or not (a hint: another thread may take one the next moment)."""
+        return self._idle.qsize() + max(0, self.size - self._started)
 
     def acquire(self, timeout: Optional[float] = None) -> Worker:
         """Takes an idle worker (blocking), replacing it first if it died.
@@ -87,17 +110,24 @@ class WorkerPool:
         if self._closed:
             raise WorkerError("pool is closed", "pool_closed")
         try:
-            worker = self._idle.get(timeout=timeout)
-        except queue.Empty as exc:
-            raise WorkerError(f"no sandbox worker became free within {timeout}s", "pool_busy") from exc
-        return worker if worker.alive else self.replace(worker)
+            worker = self._idle.get_nowait()
+        except queue.Empty:
+            worker = self._start_if_room()
+            if worker is not None:
+                return worker
+            try:
+                worker = self._idle.get(timeout=timeout)
+            except queue.Empty as exc:
+                raise WorkerError(f"no sandbox worker became free within {timeout}s", "pool_busy") from exc
+        return worker if worker.settle() else self.replace(worker)
 
-    def release(self, worker: Worker) -> None:
-        """Returns a worker; dead ones are replaced so the pool keeps its size."""
+    def release(self, worker: Worker, *, replace_dead: bool = True) -> None:
+        """Returns a worker; dead ones are replaced so the pool keeps its size (now, or with
+        ``replace_dead=False`` by the next :meth:`acquire`: releasing then never blocks)."""
         if self._closed:
             worker.kill()
             return
-        self._idle.put(worker if worker.alive else self.replace(worker))
+        self._idle.put(worker if not replace_dead or worker.alive else self.replace(worker))
 
     def replace(self, worker: Worker) -> Worker:
         """Kills ``worker`` and starts a fresh one in its place."""
@@ -130,7 +160,7 @@ class WorkerPool:
                 self._idle.get_nowait().kill()
             except queue.Empty:
                 break
-        if self._template is not None:
+        if self._template is not None and self._owns_template:
             self._template.close()
 
     def __enter__(self) -> "WorkerPool":

@@ -32,10 +32,12 @@ from envscaler_core.artifacts import EnvSpec, ToolCall, content_id
 from .checkers import run_checkers
 from .models import CallResult, CheckResult, EnvLoadError, SandboxLimits, WorkerError
 from .pool import WorkerPool
+from .worker import new_template
 from .session import EnvSession, compute_schemas
 
-__all__ = ["AsyncSession", "Replay", "Sandbox", "call_error", "format_arguments"]
+__all__ = ["AsyncSession", "OpeningSession", "Replay", "Sandbox", "call_error", "format_arguments"]
 
+CHECKERS_PRESTARTED = 2  # checker hosts started with the sandbox; the rest start when first needed
 WAIT_THREADS = 1024  # started on demand; a thread waiting for a worker costs little
 
 
@@ -99,8 +101,45 @@ class AsyncSession:
         return await self._run(self.session.park_if_contended)
 
     async def close(self) -> None:
-        """Ends the session; its worker goes back to the pool at once."""
-        await self._run(self.session.close)
+        """Ends the session; its worker goes back to the pool at once (no thread hop: the close
+        is posted, see :meth:`Worker.post`)."""
+        if not self.session.close_nowait():
+            await self._run(self.session.close)
+
+
+class OpeningSession:
+    """An :class:`AsyncSession` whose open is still running (``Sandbox.aopen(..., behind=True)``):
+    its ``tools`` are known already, so an episode can ask the model while the sandbox process
+    starts; every op waits for the open first. ``close`` waits for it too (a session is never
+    leaked) and is quiet when the open failed: that error reaches the first op instead."""
+
+    opens_behind = True
+
+    def __init__(self, tools: list[dict], opening: "asyncio.Future[AsyncSession]") -> None:
+        self.tools, self._opening = tools, opening
+
+    async def opened(self) -> AsyncSession:
+        """The open session (raises the open's error)."""
+        return await asyncio.shield(self._opening)
+
+    async def call(self, name: str, arguments: Any = None) -> CallResult:
+        return await (await self.opened()).call(name, arguments)
+
+    async def snapshot(self) -> dict[str, Any]:
+        return await (await self.opened()).snapshot()
+
+    async def restore(self, state: dict[str, Any]) -> str:
+        return await (await self.opened()).restore(state)
+
+    async def park_if_contended(self) -> bool:
+        return await (await self.opened()).park_if_contended()
+
+    async def close(self) -> None:
+        try:
+            session = await self.opened()
+        except Exception:  # noqa: BLE001 - nothing was opened; the error went (or goes) to an op
+            return
+        await session.close()
 
 
 class Sandbox:
@@ -119,11 +158,18 @@ class Sandbox:
     def __init__(self, sessions: int = 4, checkers: Optional[int] = None, *,
                  limits: Optional[SandboxLimits] = None, checker_timeout_s: float = 2.0) -> None:
         checkers = max(2, sessions // 2) if checkers is None else checkers
-        self._setup(WorkerPool(max(1, sessions), limits), WorkerPool(max(1, checkers), limits), checker_timeout_s)
+        limits = limits or SandboxLimits()
+        self._template = new_template(limits)  # both pools fork their hosts from it
+        # checker hosts start on demand: cached verdicts leave most of them idle
+        self._setup(WorkerPool(max(1, sessions), limits, template=self._template),
+                    WorkerPool(max(1, checkers), limits, prestart=CHECKERS_PRESTARTED, template=self._template),
+                    checker_timeout_s)
 
     def _setup(self, sessions: WorkerPool, oneshots: WorkerPool, checker_timeout_s: float) -> None:
+        self._template = getattr(self, "_template", None)
         self._sessions, self._oneshots, self.checker_timeout_s = sessions, oneshots, checker_timeout_s
         self._tools: dict[str, list[dict]] = {}
+        self._tool_gates: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
         self._calls = ThreadPoolExecutor(max_workers=sessions.size + 2, thread_name_prefix="sbx-call")
         self._waits = ThreadPoolExecutor(max_workers=WAIT_THREADS, thread_name_prefix="sbx-wait")
@@ -163,13 +209,18 @@ class Sandbox:
     # ------------------------------------------------------------------ one-shot work
     def tools(self, env: EnvSpec) -> list[dict]:
         """OpenAI schemas of the env's tools, derived from its code in the sandbox (cached)."""
-        key = content_id("tools", env.env_class_code, env.env_class_name)
+        key = _tools_key(env)
         with self._lock:
             cached = self._tools.get(key)
-        if cached is None:
-            cached = self.compute_schemas(env.env_class_code, env.env_class_name)
-            with self._lock:
-                self._tools[key] = cached
+            gate = self._tool_gates.setdefault(key, threading.Lock()) if cached is None else None
+        if gate is not None:
+            with gate:  # one computation for many concurrent first callers
+                with self._lock:
+                    cached = self._tools.get(key)
+                if cached is None:
+                    cached = self.compute_schemas(env.env_class_code, env.env_class_name)
+                    with self._lock:
+                        self._tools[key] = cached
         return cached
 
     def compute_schemas(self, code: str, class_name: str) -> list[dict]:
@@ -206,12 +257,22 @@ class Sandbox:
     async def _on_session(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._calls, fn, *args)
 
-    async def aopen(self, env: EnvSpec, state: Optional[dict] = None, *, seed: Optional[int] = None) -> AsyncSession:
-        """Async :meth:`open`: a session whose ops are coroutines."""
+    async def aopen(self, env: EnvSpec, state: Optional[dict] = None, *, seed: Optional[int] = None,
+                    behind: bool = False) -> "AsyncSession | OpeningSession":
+        """Async :meth:`open`: a session whose ops are coroutines.
+
+        ``behind``: return an :class:`OpeningSession` whose open runs in the background, once the
+        env's tools are known (:meth:`tools`, cached: computed once per environment).
+        """
+        if behind:
+            tools = await self.atools(env)
+            return OpeningSession(tools, asyncio.ensure_future(self.aopen(env, state, seed=seed)))
         return AsyncSession(await self.in_thread(self.open, env, state, seed=seed), self._on_session, self.in_thread)
 
     async def atools(self, env: EnvSpec) -> list[dict]:
-        return await self.in_thread(self.tools, env)
+        with self._lock:
+            cached = self._tools.get(_tools_key(env))
+        return cached if cached is not None else await self.in_thread(self.tools, env)
 
     async def areplay(self, env: EnvSpec, state: dict, calls: list[ToolCall]) -> Replay:
         return await self.in_thread(self.replay, env, state, calls)
@@ -225,6 +286,8 @@ class Sandbox:
         """Stops both pools and the threads (sessions still open are killed when closed)."""
         self._sessions.close()
         self._oneshots.close()
+        if self._template is not None:
+            self._template.close()
         self._calls.shutdown(wait=False, cancel_futures=True)
         self._waits.shutdown(wait=False, cancel_futures=True)
 
@@ -258,6 +321,10 @@ class Sandbox:
             cls._shared.clear()
         for box in boxes:
             box.close()
+
+
+def _tools_key(env: EnvSpec) -> str:
+    return content_id("tools", env.env_class_code, env.env_class_name)
 
 
 def _adopt(sessions: WorkerPool, oneshots: WorkerPool, checker_timeout_s: float) -> Sandbox:

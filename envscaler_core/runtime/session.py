@@ -233,15 +233,23 @@ class EnvSession:
         with self._lock:
             self._free_worker()
 
-    def _free_worker(self) -> bool:
+    def close_nowait(self) -> bool:
+        """:meth:`close` when it cannot block (no other thread holds the session; a dead worker is
+        replaced by the pool's next acquire, not here); False when it did nothing."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            self._free_worker(replace_dead=False)
+            return True
+        finally:
+            self._lock.release()
+
+    def _free_worker(self, replace_dead: bool = True) -> bool:
         worker, self._worker = self._worker, None
         if worker is None:
             return False
-        try:
-            worker.request({"op": "close"}, self._pool.limits.kill_grace_s + 1.0)
-        except WorkerError:
-            pass
-        self._pool.release(worker)
+        worker.post({"op": "close"}, self._pool.limits.kill_grace_s + 1.0)  # answer read on the next acquire
+        self._pool.release(worker, replace_dead=replace_dead)
         return True
 
     @property

@@ -161,6 +161,7 @@ class Worker:
         self.chan = FrameChannel(self.proc.stdout.fileno(), self.proc.stdin.fileno(), limits.max_frame_bytes)
         self.ready = False
         self.dead = False
+        self._posted: Optional[float] = None  # deadline of a posted op's unread answer
 
     def _fork(self, template: HostTemplate, cfg: dict):
         """A host forked from the pool's warm template, or None (then a cold start)."""
@@ -217,7 +218,7 @@ class Worker:
         Raises:
             WorkerError: ``timeout`` or ``worker_crashed``; the worker is dead.
         """
-        if self.dead:
+        if not self.settle():
             raise WorkerError("worker is dead", "worker_crashed")
         if not self.ready:
             self._wait_ready()
@@ -235,6 +236,34 @@ class Worker:
             detail = resp.get("error") if isinstance(resp, dict) else repr(resp)[:200]
             raise WorkerError(str(detail), "worker_crashed")
         return resp
+
+    def post(self, msg: dict, timeout: float) -> None:
+        """Sends an op without waiting for its answer (a session's ``close``: the episode need not
+        wait for the process to exit). :meth:`settle` reads that answer before the worker's next
+        op, so ops and answers stay paired; a worker that does not answer within ``timeout`` of
+        the post, or answers anything but ``ok``, is killed there (and the pool replaces it)."""
+        if self.dead or not self.ready:
+            self.kill()
+            return
+        deadline = time.monotonic() + timeout
+        try:
+            self.chan.send(msg, deadline)
+        except ProtocolError:
+            self.kill()
+            return
+        self._posted = deadline
+
+    def settle(self) -> bool:
+        """Reads the answer of a posted op, if any (see :meth:`post`); returns whether the worker is usable."""
+        if self._posted is not None and not self.dead:
+            deadline, self._posted = self._posted, None
+            try:
+                resp = self.chan.recv(deadline)
+            except ProtocolError:
+                resp = None
+            if not (isinstance(resp, dict) and resp.get("ok") is True):
+                self.kill()
+        return self.alive
 
     def kill(self) -> None:
         """Kills the whole process group and removes the directory (idempotent)."""

@@ -220,3 +220,52 @@ def test_a_repeated_call_with_nothing_changed_carries_a_note(scripted, agent_mod
     scripted.policy = planned([Reply.tool_call("list_books"), Reply.tool_call("list_books"), Reply.text("done")])
     t = run_one(scripted, RolloutSettings(agent_mode=agent_mode), progress=False)
     assert not any("already made" in str(m["content"]) for m in t.messages)
+
+
+class _GatedEnvs:
+    """Records when the episode's env is open; ``open_behind`` holds the open until the gate opens."""
+
+    def __init__(self, inner, order: list[str]) -> None:
+        self.inner, self.order, self.gate = inner, order, None
+
+    async def open(self, task):
+        session = await self.inner.open(task)
+        self.order.append("env open")
+        return session
+
+    async def open_behind(self, task):
+        from envscaler_core.runtime import OpeningSession
+
+        self.gate = asyncio.Event()
+        session = await self.inner.open(task)
+
+        async def opened():
+            await self.gate.wait()
+            self.order.append("env open")
+            return session
+
+        return OpeningSession(session.tools, asyncio.ensure_future(opened()))
+
+
+def test_the_first_model_call_does_not_wait_for_the_environment_to_open(scripted):
+    # fails before issue 18's open_behind: run_episode opened the env, then asked the model
+    order: list[str] = []
+    agent = planned(CHECKOUT_PLAN)
+
+    def policy(request):
+        if not order:
+            order.append("model asked")
+            loop.call_soon_threadsafe(envs.gate.set)
+        return agent(request)
+
+    scripted.policy = policy
+    task = episode_tasks([CHECKOUT], ENVS, 1)[0]
+    with engine_for(scripted, RolloutSettings()) as engine:
+        envs = engine.env_factory = _GatedEnvs(engine.env_factory, order)
+        loop = asyncio.new_event_loop()
+        try:
+            t = loop.run_until_complete(asyncio.wait_for(engine.run_episode(task), 30))
+        finally:
+            loop.close()
+    assert order == ["model asked", "env open"]
+    assert t.reward.final == 1.0 and t.reward.progress == [0.0, 1.0]  # the initial state is the one before the first call

@@ -9,7 +9,7 @@ import pytest
 
 from envscaler_core.runtime import InteractiveEnv, WorkerPool
 
-from .conftest import FAST_LIMITS, LIBRARY, hostile
+from .conftest import FAST_LIMITS, LIB_STATE, LIBRARY, hostile
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -71,3 +71,32 @@ def test_hostile_session_does_not_disturb_neighbours():
         assert good.result()["books"]["b1"]["status"] == "checked_out"
         assert bad.call("ping").ok
         bad.close()
+
+
+def test_close_does_not_wait_for_the_session_and_answers_stay_paired():
+    """``close`` posts the op; the worker's next op first reads that answer (issue 18)."""
+    with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
+        for n in range(3):
+            session = pool.open_session(LIBRARY, "LibrarySystem", initial_state=LIB_STATE)
+            worker = session._worker
+            assert session.call("add_book", {"book_id": f"x{n}", "title": "t"}).ok
+            session.close()
+            assert worker._posted is not None  # the close's answer is still unread
+        assert pool.open_session(LIBRARY, "LibrarySystem", initial_state=LIB_STATE).snapshot() == LIB_STATE
+
+
+def test_a_host_that_dies_after_a_posted_close_is_replaced():
+    import os
+    import signal
+    import time
+
+    with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
+        session = pool.open_session(LIBRARY, "LibrarySystem", initial_state=LIB_STATE)
+        worker = session._worker
+        session.close()
+        os.killpg(worker.proc.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while worker.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        again = pool.open_session(LIBRARY, "LibrarySystem", initial_state=LIB_STATE)
+        assert again._worker is not worker and again.call("add_book", {"book_id": "z", "title": "t"}).ok

@@ -7,7 +7,8 @@ import time
 import pytest
 
 from envscaler_core.artifacts import EnvSpec, ToolCall
-from envscaler_core.runtime import EnvLoadError, Sandbox, SandboxLimits, WorkerPool, run_checkers
+from envscaler_core.runtime import EnvLoadError, OpeningSession, Sandbox, SandboxLimits, WorkerPool, run_checkers
+from envscaler_core.runtime.sandbox import CHECKERS_PRESTARTED
 from envscaler_core.testing.library import LIBRARY_SOURCE, library_state
 
 from .conftest import FAST_LIMITS
@@ -77,3 +78,71 @@ def test_async_api(box):
 
     result, checks, replay = asyncio.run(go())
     assert result.ok and checks[0].status == "true" and replay.final_state == replay.initial_state
+
+
+FRAGILE = EnvSpec(id="fragile", env_class_name="Fragile", env_class_code='''
+class Fragile:
+    def __init__(self, config=None):
+        if (config or {}).get("boom"):
+            raise RuntimeError("no such library")
+        self.n = 0
+
+    def bump(self) -> dict:
+        """Add one."""
+        self.n += 1
+        return {"success": True, "data": self.n}
+''')
+
+
+def test_open_behind_answers_before_the_open_and_its_ops_wait_for_it(box):
+    async def go():
+        session = await box.aopen(ENV, STATE, behind=True)
+        pending = not session._opening.done()
+        try:
+            result = await session.call("get_book", {"book_id": "b1"})
+            state = await session.snapshot()
+        finally:
+            await session.close()
+        return session, pending, result, state
+
+    session, pending, result, state = asyncio.run(go())
+    assert isinstance(session, OpeningSession) and pending
+    assert session.tools == box.tools(ENV) and result.ok and state == STATE
+    box.open(ENV, STATE).close()  # the session worker was given back
+
+
+def test_a_failed_open_behind_raises_at_the_first_op_and_closes_quietly(box):
+    async def go():
+        session = await box.aopen(FRAGILE, {"boom": True}, behind=True)
+        try:
+            with pytest.raises(EnvLoadError, match="no such library"):
+                await session.call("bump", {})
+        finally:
+            await session.close()
+
+    asyncio.run(go())
+    box.open(FRAGILE, {}).close()
+
+
+def test_concurrent_first_callers_compute_the_tools_once():
+    with Sandbox(1, 2, limits=BUSY) as sandbox:
+        calls = []
+        compute = sandbox.compute_schemas
+        sandbox.compute_schemas = lambda *a: calls.append(a) or compute(*a)
+
+        async def go():
+            return await asyncio.gather(*(sandbox.atools(ENV) for _ in range(6)))
+
+        results = asyncio.run(go())
+    assert len(calls) == 1 and all(r is results[0] for r in results)
+
+
+def test_checker_hosts_start_when_first_needed():
+    with Sandbox(2, 6, limits=BUSY) as sandbox:
+        pool = sandbox._oneshots
+        assert pool._started == CHECKERS_PRESTARTED and pool.idle_workers == 6
+        held = [pool.acquire() for _ in range(4)]
+        assert pool._started == 4 and pool.idle_workers == 2
+        for worker in held:
+            pool.release(worker)
+        assert [r.status for r in sandbox.check([TRUE] * 3, {}, {})] == ["true"] * 3
