@@ -15,7 +15,7 @@ import time
 from typing import Any, Optional
 
 from .models import CallResult, EnvLoadError, WorkerError
-from .state import apply_diff, json_copy, state_hash, to_jsonable
+from .state import apply_diff, hash_jsonable, json_copy, to_jsonable
 
 __all__ = ["EnvSession", "compute_schemas", "parse_arguments"]
 
@@ -90,7 +90,9 @@ class EnvSession:
     def __init__(self, pool: Any, code: str, class_name: str, *, init_config: Optional[dict] = None,
                  initial_state: Optional[dict] = None, seed: Optional[int] = None) -> None:
         self._pool, self._code, self._class_name = pool, code, class_name
-        self._init_config, self._seed = to_jsonable(init_config or {}), seed
+        state = to_jsonable(initial_state or {})
+        same = init_config is initial_state or (not init_config and not initial_state)
+        self._init_config, self._seed = state if same else to_jsonable(init_config or {}), seed
         self._lock = threading.RLock()
         self._worker: Any = None
         self._parked = False
@@ -98,7 +100,7 @@ class EnvSession:
         self._hash = ""
         self.tools: list[dict] = []
         self.warnings: list[str] = []
-        self._open(to_jsonable(initial_state or {}), fresh_worker=False)
+        self._open(state, fresh_worker=False)
 
     @property
     def tool_names(self) -> list[str]:
@@ -192,7 +194,8 @@ class EnvSession:
         if not self._lock.acquire(blocking=False):
             return None
         try:
-            if self.parked or (self._hash and state_hash(self._state) == self._hash):
+            # the copy is plain JSON (decoded frames, JSON diffs): no to_jsonable pass needed
+            if self.parked or (self._hash and hash_jsonable(self._state) == self._hash):
                 return json_copy(self._state)
             return None
         finally:
