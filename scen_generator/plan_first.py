@@ -9,7 +9,6 @@ which must mention every value the checkers require. The usual proof then runs u
 """
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import re
@@ -105,16 +104,16 @@ async def generate_plan(client: LLMClient, sandbox: Sandbox, env: EnvSpec, state
             problems.append(f"attempt {attempt + 1}: {str(exc)[:300]}")
             continue
         calls = [ToolCall(name=c.name, arguments=c.arguments) for c in answer.calls][:cfg.plan_max_calls]
-        replay = await asyncio.to_thread(sandbox.replay, env, state, calls)
+        replay = await sandbox.areplay(env, state, calls)
         kept = [calls[i] for i in successful_steps(replay)]
         undone = bool(kept) and state_hash(replay.final_state) == state_hash(replay.initial_state)
         shortfall = ""
         if kept and not undone:
-            kept = await asyncio.to_thread(minimal_plan, kept, lambda c: sandbox.replay(env, state, c))
+            kept = await sandbox.in_thread(minimal_plan, kept, lambda c: sandbox.replay(env, state, c))
             if len(kept) >= cfg.plan_min_calls:
-                again = await asyncio.to_thread(sandbox.replay, env, state, kept)
+                again = await sandbox.areplay(env, state, kept)
                 if not again.errors and len(again.changing_steps) >= cfg.plan_min_calls:
-                    shortfall = await asyncio.to_thread(_plan_shortfall, sandbox, env, state, kept, tools, again, cfg)
+                    shortfall = await sandbox.in_thread(_plan_shortfall, sandbox, env, state, kept, tools, again, cfg)
                     if isinstance(shortfall, list):
                         return kept, shortfall, problems
         feedback = plan_feedback(calls, replay)

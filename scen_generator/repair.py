@@ -8,7 +8,6 @@ recorded with its strategy: ``feedback`` shows the exact failure, ``fresh`` draw
 """
 from __future__ import annotations
 
-import asyncio
 import json
 from dataclasses import dataclass
 from typing import Optional
@@ -35,7 +34,7 @@ class Validator:
     label: str
 
     async def _prove(self, env: EnvSpec, scenario: Scenario) -> Proof:
-        return await asyncio.to_thread(prove, self.sandbox, env, scenario, null_bound=self.cfg.null_reward_bound,
+        return await self.sandbox.in_thread(prove, self.sandbox, env, scenario, null_bound=self.cfg.null_reward_bound,
                                        max_mutants=self.cfg.max_mutants,
                                        args_must_fail=self.cfg.arg_mutants_must_fail)
 
@@ -72,7 +71,7 @@ class Validator:
 
     async def validate(self, env: EnvSpec, scenario: Scenario) -> Scenario:
         """Runs best-of-N, then up to ``repair_rounds`` of repair; sets status and report."""
-        tools = await asyncio.to_thread(self.sandbox.tools, env)
+        tools = await self.sandbox.atools(env)
         repairs: list[dict] = []
         if scenario.reference_solution:  # plan_first: the reference was executed before the task
             proof = await self._prove(env, scenario)
@@ -137,7 +136,7 @@ class Validator:
                     self.client, env, scenario, item.check_item, self.cfg, self.label,
                     feedback=feedback if strategy == "feedback" else "", salt=f"repair{round_}:{index}:{strategy}",
                     temperature=_FRESH_TEMPERATURE if strategy == "fresh" else None)
-                ok = source is not None and await asyncio.to_thread(self._checker_passes, source, final, initial)
+                ok = source is not None and await self.sandbox.in_thread(self._checker_passes, source, final, initial)
                 repairs.append(_attempt(round_, f"checker {index + 1}", strategy, ok, feedback[:400]))
                 if ok:
                     item.check_func = source

@@ -5,7 +5,6 @@ re-run skips finished ids and retries only items that failed with an exception.
 """
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any, Optional
@@ -54,7 +53,7 @@ class Steps:
         return f"{STAGE}.{step}"
 
     async def _tools(self, env: EnvSpec) -> list[dict]:
-        return await asyncio.to_thread(self.sandbox.tools, env)
+        return await self.sandbox.atools(env)
 
     # ---------------------------------------------------------------- states
     def _shape(self, env: EnvSpec) -> StateShape | str:
@@ -85,7 +84,7 @@ class Steps:
             return dropped(scenario, ["no valid state: " + " | ".join(problems)[:1000]])
         scenario.init_config = state
         if self.cfg.state_rules == "record":
-            warnings = await asyncio.to_thread(rule_violations, self.sandbox, env, state)
+            warnings = await self.sandbox.in_thread(rule_violations, self.sandbox, env, state)
             if warnings:
                 scenario.state_warnings = warnings
         kept = self._kept.setdefault(env.env_id, [])
@@ -103,9 +102,9 @@ class Steps:
             state, problem = await generate_state(self.client, env, shape, index, self.cfg, self.label("states"),
                                                   attempt=attempt, feedback=feedback)
             if state is not None:
-                found = await asyncio.to_thread(validate_state, self.sandbox, env, state)
+                found = await self.sandbox.in_thread(validate_state, self.sandbox, env, state)
                 if self.cfg.state_rules == "reject" and not found:
-                    found = await asyncio.to_thread(rule_violations, self.sandbox, env, state)
+                    found = await self.sandbox.in_thread(rule_violations, self.sandbox, env, state)
                 if not found:
                     return state, problems
                 problem = "; ".join(found)
@@ -145,7 +144,7 @@ class Steps:
                                                        self.cfg, self.label("tasks"))
         if calls is None:
             return dropped(scenario, ["no executable plan: " + " | ".join(problems)[:1000]])
-        checks = await asyncio.to_thread(planned_checks, self.sandbox, env, state, calls, self.cfg.max_checklist_items)
+        checks = await self.sandbox.in_thread(planned_checks, self.sandbox, env, state, calls, self.cfg.max_checklist_items)
         if not checks:
             plan = json.dumps([c.model_dump() for c in calls])[:600]
             return dropped(scenario, [f"the plan changes nothing a checker can compare (only volatile values): {plan}"])

@@ -165,6 +165,12 @@ class ToySandbox:
                                       ok=True, state_diff=state_diff(before, current)))
         return Replay(initial_state=copy.deepcopy(state), final_state=current, results=results)
 
+    async def areplay(self, env, state, calls):
+        return self.replay(env, state, calls)
+
+    async def in_thread(self, fn, *args, **kwargs):
+        return fn(*args, **kwargs)
+
 
 def test_a_plan_whose_calls_undo_each_other_is_reasked(scripted):
     import asyncio
