@@ -125,7 +125,7 @@ class EnvSession:
         self._worker, self._parked = worker, False
         self._state, self._hash = resp["state"], resp["state_hash"]
         self.tools, self.warnings = resp["tools"], resp.get("warnings", [])
-        for warning in self.warnings:
+        for warning in self.warnings if not fresh_worker else ():  # a reopened session said them already
             log.warning("tool schema: %s", warning)
 
     def _recover(self) -> Optional[str]:

@@ -100,3 +100,16 @@ def test_a_host_that_dies_after_a_posted_close_is_replaced():
             time.sleep(0.01)
         again = pool.open_session(LIBRARY, "LibrarySystem", initial_state=LIB_STATE)
         assert again._worker is not worker and again.call("add_book", {"book_id": "z", "title": "t"}).ok
+
+
+def test_a_reopened_parked_session_does_not_repeat_its_schema_warnings(caplog):
+    # fails before: every reopen logged the tool-schema warnings again
+    source = "class Odd:\n    def poke(self, x: 'NoSuchType') -> dict:\n        \"\"\"Poke.\"\"\"\n" \
+             "        return {'success': True}\n"
+    with WorkerPool(size=1, limits=FAST_LIMITS) as pool, caplog.at_level("WARNING"):
+        session = pool.open_session(source, "Odd")
+        for _ in range(2):
+            assert session.park_if_contended()
+            assert session.call("poke", {"x": 1}).ok
+        session.close()
+    assert sum("tool schema" in r.getMessage() for r in caplog.records) == 1
