@@ -37,7 +37,7 @@ from .session import EnvSession, compute_schemas
 
 __all__ = ["AsyncSession", "OpeningSession", "Replay", "Sandbox", "call_error", "format_arguments"]
 
-CHECKERS_PRESTARTED = 2  # checker hosts started with the sandbox; the rest start when first needed
+HOSTS_PRESTARTED = 0  # hosts started with the sandbox, per pool; the rest start when first needed
 WAIT_THREADS = 1024  # started on demand; a thread waiting for a worker costs little
 
 
@@ -160,9 +160,10 @@ class Sandbox:
         checkers = max(2, sessions // 2) if checkers is None else checkers
         limits = limits or SandboxLimits()
         self._template = new_template(limits)  # both pools fork their hosts from it
-        # checker hosts start on demand: cached verdicts leave most of them idle
-        self._setup(WorkerPool(max(1, sessions), limits, template=self._template),
-                    WorkerPool(max(1, checkers), limits, prestart=CHECKERS_PRESTARTED, template=self._template),
+        # Hosts start when first needed: the constructor returns at once (the first episodes ask
+        # the model while their hosts start), and cached verdicts leave most checker hosts unused.
+        self._setup(WorkerPool(max(1, sessions), limits, prestart=HOSTS_PRESTARTED, template=self._template),
+                    WorkerPool(max(1, checkers), limits, prestart=HOSTS_PRESTARTED, template=self._template),
                     checker_timeout_s)
 
     def _setup(self, sessions: WorkerPool, oneshots: WorkerPool, checker_timeout_s: float) -> None:

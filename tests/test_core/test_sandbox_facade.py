@@ -8,7 +8,7 @@ import pytest
 
 from envscaler_core.artifacts import EnvSpec, ToolCall
 from envscaler_core.runtime import EnvLoadError, OpeningSession, Sandbox, SandboxLimits, WorkerPool, run_checkers
-from envscaler_core.runtime.sandbox import CHECKERS_PRESTARTED
+from envscaler_core.runtime.sandbox import HOSTS_PRESTARTED
 from envscaler_core.testing.library import LIBRARY_SOURCE, library_state
 
 from .conftest import FAST_LIMITS
@@ -137,10 +137,10 @@ def test_concurrent_first_callers_compute_the_tools_once():
     assert len(calls) == 1 and all(r is results[0] for r in results)
 
 
-def test_checker_hosts_start_when_first_needed():
+def test_hosts_start_when_first_needed():
     with Sandbox(2, 6, limits=BUSY) as sandbox:
         pool = sandbox._oneshots
-        assert pool._started == CHECKERS_PRESTARTED and pool.idle_workers == 6
+        assert pool._started == HOSTS_PRESTARTED and pool.idle_workers == 6
         held = [pool.acquire() for _ in range(4)]
         assert pool._started == 4 and pool.idle_workers == 2
         for worker in held:
