@@ -158,13 +158,16 @@ async def run_setting(cfg: dict) -> dict:
                                      cache=False))
         engine = RolloutEngine(ScenarioEnvs(sandbox), client, RolloutSettings(max_steps=TURNS + 1),
                                reward_hook=ChecklistReward(Scorer(sandbox)))
-        done = await run_episodes(engine, tasks, concurrency, on_done=on_done)
+        failures: list[str] = []
+        done = await run_episodes(engine, tasks, concurrency, on_done=on_done,
+                                  on_error=lambda task, exc: failures.append(f"{task.id}: {type(exc).__name__}: {exc}"))
     reap_all()
     (k1, (t1, c1)), (k2, (t2, c2)) = sorted(marks.items())
     return {"episodes": len(done), "ok": sum(t.reward.final == 1.0 for t in done),
             "first_s": round(stamps[0] - cfg["t0"], 3), "wall_s": round(stamps[-1] - cfg["t0"], 3),
             "eps": round((k2 - k1) / (t2 - t1), 2), "cpu_ms": round(1000 * (c2 - c1) / (k2 - k1), 2),
-            "rewards": reward_digest(done), "median_s": median_timings(done)}
+            "rewards": reward_digest(done), "median_s": median_timings(done),
+            "failed": len(failures), "first_failure": failures[0][:500] if failures else None}
 
 
 def one_setting(latency: float, concurrency: int, episodes: int, server, base_url: str) -> dict:
