@@ -53,6 +53,9 @@ class ScenGeneratorConfig(StageConfig):
             and a query tool must show the id next to it, so the agent has to look it up.
             0 turns this off.
         plan_attempts: Plan samples (each shown the previous one's errors) before the state is dropped.
+        plan_merge_samples: When a sample falls short, also try its successful state-changing calls
+            together with those of the earlier samples (replayed as one plan, held to the same
+            rules): a small model that gets one change right per sample still yields a plan.
         plan_task_min_words: Minimum length of a ``plan_first`` task.
         plan_missing_values: When the model's request still omits values the checkers compare
             after ``task_attempts``: ``reask`` drops the state; ``append`` keeps the last request
@@ -93,6 +96,7 @@ class ScenGeneratorConfig(StageConfig):
     plan_min_records: int = 2
     plan_lookups: int = 1
     plan_attempts: int = 3
+    plan_merge_samples: bool = True
     plan_task_min_words: int = 12
     plan_missing_values: Literal["reask", "append"] = "reask"
     solve_samples: int = 0

@@ -95,6 +95,7 @@ async def generate_plan(client: LLMClient, sandbox: Sandbox, env: EnvSpec, state
         return None, [], ["the environment has no state-changing tool"]
     problems: list[str] = []
     feedback = ""
+    salvaged: list[ToolCall] = []  # successful changing calls of earlier samples (plan_merge_samples)
     for attempt in range(cfg.plan_attempts):
         try:
             answer = await client.structured(_plan_prompt(env, state, usable, cfg, feedback), reference_model(usable),
@@ -107,15 +108,19 @@ async def generate_plan(client: LLMClient, sandbox: Sandbox, env: EnvSpec, state
         replay = await sandbox.areplay(env, state, calls)
         kept = [calls[i] for i in successful_steps(replay)]
         undone = bool(kept) and state_hash(replay.final_state) == state_hash(replay.initial_state)
-        shortfall = ""
+        shortfall: list[Lookup] | str = ""
         if kept and not undone:
-            kept = await sandbox.in_thread(minimal_plan, kept, lambda c: sandbox.replay(env, state, c))
-            if len(kept) >= cfg.plan_min_calls:
-                again = await sandbox.areplay(env, state, kept)
-                if not again.errors and len(again.changing_steps) >= cfg.plan_min_calls:
-                    shortfall = await sandbox.in_thread(_plan_shortfall, sandbox, env, state, kept, tools, again, cfg)
-                    if isinstance(shortfall, list):
-                        return kept, shortfall, problems
+            plan, shortfall, kept = await _qualify(sandbox, env, state, kept, tools, cfg)
+            if plan is not None:
+                return plan, shortfall, problems
+            if cfg.plan_merge_samples:
+                merged = salvaged + [c for c in kept if c not in salvaged]
+                if len(merged) > len(kept):
+                    plan, lookups, merged = await _qualify(sandbox, env, state, merged, tools, cfg)
+                    if plan is not None:
+                        problems.append(f"attempt {attempt + 1}: merged with the successful calls of earlier samples")
+                        return plan, lookups, problems
+                salvaged = merged
         feedback = plan_feedback(calls, replay)
         if undone:
             feedback += "\n- the calls undo each other: the final state equals the initial state"
@@ -127,6 +132,20 @@ async def generate_plan(client: LLMClient, sandbox: Sandbox, env: EnvSpec, state
             continue
         problems.append(f"attempt {attempt + 1}: {len(kept)} of {len(calls)} calls succeeded and changed the state")
     return None, [], problems
+
+
+async def _qualify(sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[ToolCall], tools: list[dict],
+                   cfg: ScenGeneratorConfig) -> tuple[Optional[list[ToolCall]], list[Lookup] | str, list[ToolCall]]:
+    """``calls`` without redundant steps (:func:`minimal_plan`), as (plan, its lookups, the calls)
+    when they make a rich enough plan, else (None, what they lack or "", the calls)."""
+    kept = await sandbox.in_thread(minimal_plan, calls, lambda c: sandbox.replay(env, state, c))
+    if len(kept) < cfg.plan_min_calls:
+        return None, "", kept
+    again = await sandbox.areplay(env, state, kept)
+    if again.errors or len(again.changing_steps) < cfg.plan_min_calls:
+        return None, "", kept
+    shortfall = await sandbox.in_thread(_plan_shortfall, sandbox, env, state, kept, tools, again, cfg)
+    return (kept, shortfall, kept) if isinstance(shortfall, list) else (None, shortfall, kept)
 
 
 def _plan_shortfall(sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[ToolCall], tools: list[dict],

@@ -340,3 +340,30 @@ def test_the_agent_is_rolled_out_on_each_proven_scenario_and_its_pass_rate_recor
         assert main(["export", "--scenarios", str(tmp_path / "scenarios.jsonl"), "--out", str(out),
                      "--pass-band", band]) == 0
         assert len(json.loads((out / "rl_scenarios.json").read_text())) == kept
+
+
+@pytest.mark.parametrize("merge", [True, False])
+def test_successful_calls_of_several_samples_are_merged_into_one_plan(scripted, merge):
+    import asyncio
+    from envscaler_core.artifacts import EnvSpec
+    from envscaler_core.llm import LLMClient
+    from scen_generator.config import ScenGeneratorConfig
+    from scen_generator.plan_first import generate_plan
+
+    def put(key, value):
+        return {"name": "set_value", "arguments": {"key": key, "value": value}}
+    plans = iter([{"calls": [put("a", 1)]}, {"calls": [put("a", 1), put("a", 0), put("b", 2)]},
+                  {"calls": [put("c", 3)]}])
+    scripted.policy = lambda request: Reply.json(next(plans))
+    tool = {"type": "function", "function": {"name": "set_value", "parameters": {
+        "type": "object", "properties": {"key": {"type": "string"}, "value": {"type": "integer"}},
+        "required": ["key", "value"]}}}
+    env = EnvSpec(id="toy", env_class_name="Toy", env_class_code="class Toy: ...")
+    calls, _, problems = asyncio.run(generate_plan(
+        LLMClient(scripted.config()), ToySandbox(), env, {"a": 0, "b": 0, "c": 0}, [tool],
+        ScenGeneratorConfig(plan_lookups=0, plan_merge_samples=merge), "test"))
+    if merge:  # sample 2 alone sets b only (a goes back to 0); with sample 1's a=1 it changes 2 records
+        assert [c.arguments for c in calls] == [{"key": "a", "value": 1}, {"key": "b", "value": 2}]
+        assert problems[-1] == "attempt 2: merged with the successful calls of earlier samples"
+    else:
+        assert calls is None and len(problems) == 3
