@@ -218,7 +218,9 @@ class Worker:
         Raises:
             WorkerError: ``timeout`` or ``worker_crashed``; the worker is dead.
         """
-        if not self.settle():
+        if self._posted is not None:
+            self.settle()
+        if self.dead:
             raise WorkerError("worker is dead", "worker_crashed")
         if not self.ready:
             self._wait_ready()
