@@ -140,10 +140,10 @@ class Steps:
 
     async def _planned_task_item(self, env: EnvSpec, scenario: Scenario) -> Scenario:
         state = scenario.init_config
-        calls, lookups, problems = await generate_plan(self.client, self.sandbox, env, state, await self._tools(env),
-                                                       self.cfg, self.label("tasks"))
+        calls, lookups, plan_notes = await generate_plan(self.client, self.sandbox, env, state, await self._tools(env),
+                                                         self.cfg, self.label("tasks"))
         if calls is None:
-            return dropped(scenario, ["no executable plan: " + " | ".join(problems)[:1000]])
+            return dropped(scenario, ["no executable plan: " + " | ".join(plan_notes)[:1000]])
         checks = await self.sandbox.in_thread(planned_checks, self.sandbox, env, state, calls, self.cfg.max_checklist_items)
         if not checks:
             plan = json.dumps([c.model_dump() for c in calls])[:600]
@@ -155,8 +155,9 @@ class Steps:
         checklist = [ChecklistItem(check_item=c.item, check_func=c.source) for c in checks]
         done = scenario.model_copy(update={"task": task, "reference_solution": calls, "status": "task",
                                            "checklist_with_func": checklist})
-        if problems:  # earlier drafts' problems, and whether the missing values were appended
-            done.task_notes = problems
+        # earlier plan samples' problems (and whether the plan was merged from several), then the
+        # earlier drafts' problems and whether the missing values were appended
+        done.task_notes = [f"plan {note}" for note in plan_notes] + problems
         # How hard the task is: state-changing calls of the reference, ids the agent must look up.
         done.state_changing_calls = len(calls)
         done.lookups = list(lookups)
