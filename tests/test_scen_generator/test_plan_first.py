@@ -172,26 +172,33 @@ class ToySandbox:
         return fn(*args, **kwargs)
 
 
-def test_a_plan_whose_calls_undo_each_other_is_reasked(scripted):
+def put(key, value):
+    return {"name": "set_value", "arguments": {"key": key, "value": value}}
+
+
+def toy_plan(scripted, samples: list[list[dict]], state: dict, **config):
+    """``generate_plan`` over :class:`ToySandbox`, the model answering ``samples`` in turn."""
     import asyncio
     from envscaler_core.artifacts import EnvSpec
     from envscaler_core.llm import LLMClient
     from scen_generator.config import ScenGeneratorConfig
     from scen_generator.plan_first import generate_plan
 
-    def put(key, value):
-        return {"name": "set_value", "arguments": {"key": key, "value": value}}
-    plans = iter([{"calls": [put("a", 1), put("a", 0)]},        # back where it started
-                  {"calls": [put("a", 1), put("a", 2)]},        # one record only
-                  {"calls": [put("a", 1), put("b", 2)]}])
+    plans = iter([{"calls": calls} for calls in samples])
     scripted.policy = lambda request: Reply.json(next(plans))
     tool = {"type": "function", "function": {"name": "set_value", "parameters": {
         "type": "object", "properties": {"key": {"type": "string"}, "value": {"type": "integer"}},
         "required": ["key", "value"]}}}
     env = EnvSpec(id="toy", env_class_name="Toy", env_class_code="class Toy: ...")
-    calls, lookups, problems = asyncio.run(generate_plan(
-        LLMClient(scripted.config()), ToySandbox(), env, {"a": 0, "b": 0}, [tool],
-        ScenGeneratorConfig(plan_lookups=0, plan_min_calls=1), "test"))
+    return asyncio.run(generate_plan(LLMClient(scripted.config()), ToySandbox(), env, state, [tool],
+                                     ScenGeneratorConfig(plan_lookups=0, **config), "test"))
+
+
+def test_a_plan_whose_calls_undo_each_other_is_reasked(scripted):
+    calls, lookups, problems = toy_plan(scripted, [[put("a", 1), put("a", 0)],   # back where it started
+                                                   [put("a", 1), put("a", 2)],   # one record only
+                                                   [put("a", 1), put("b", 2)]],
+                                        {"a": 0, "b": 0}, plan_min_calls=1)
     assert [c.arguments for c in calls] == [{"key": "a", "value": 1}, {"key": "b", "value": 2}]
     assert lookups == []
     assert problems == ["attempt 1: the calls undo each other", "attempt 2: the calls change only 1 record(s); "
@@ -344,24 +351,9 @@ def test_the_agent_is_rolled_out_on_each_proven_scenario_and_its_pass_rate_recor
 
 @pytest.mark.parametrize("merge", [True, False])
 def test_successful_calls_of_several_samples_are_merged_into_one_plan(scripted, merge):
-    import asyncio
-    from envscaler_core.artifacts import EnvSpec
-    from envscaler_core.llm import LLMClient
-    from scen_generator.config import ScenGeneratorConfig
-    from scen_generator.plan_first import generate_plan
-
-    def put(key, value):
-        return {"name": "set_value", "arguments": {"key": key, "value": value}}
-    plans = iter([{"calls": [put("a", 1)]}, {"calls": [put("a", 1), put("a", 0), put("b", 2)]},
-                  {"calls": [put("c", 3)]}])
-    scripted.policy = lambda request: Reply.json(next(plans))
-    tool = {"type": "function", "function": {"name": "set_value", "parameters": {
-        "type": "object", "properties": {"key": {"type": "string"}, "value": {"type": "integer"}},
-        "required": ["key", "value"]}}}
-    env = EnvSpec(id="toy", env_class_name="Toy", env_class_code="class Toy: ...")
-    calls, _, problems = asyncio.run(generate_plan(
-        LLMClient(scripted.config()), ToySandbox(), env, {"a": 0, "b": 0, "c": 0}, [tool],
-        ScenGeneratorConfig(plan_lookups=0, plan_merge_samples=merge), "test"))
+    calls, _, problems = toy_plan(scripted, [[put("a", 1)], [put("a", 1), put("a", 0), put("b", 2)],
+                                             [put("c", 3)]],
+                                  {"a": 0, "b": 0, "c": 0}, plan_merge_samples=merge)
     if merge:  # sample 2 alone sets b only (a goes back to 0); with sample 1's a=1 it changes 2 records
         assert [c.arguments for c in calls] == [{"key": "a", "value": 1}, {"key": "b", "value": 2}]
         assert problems[-1] == "attempt 2: merged with the successful calls of earlier samples"
