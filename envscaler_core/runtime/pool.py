@@ -72,8 +72,12 @@ class WorkerPool:
             self._idle.put(self._start_worker())
         _POOLS.add(self)
 
-    def _start_worker(self) -> Worker:
+    def _start_worker(self, only_if_room: bool = False) -> Optional[Worker]:
+        """A new worker; with ``only_if_room``, None once ``size`` have started (the slot is
+        reserved in the same critical section as the check)."""
         with self._lock:
+            if only_if_room and self._started >= self.size:
+                return None
             self._started += 1
         try:
             return Worker(self.limits, self._template)
@@ -81,13 +85,6 @@ class WorkerPool:
             with self._lock:
                 self._started -= 1
             raise
-
-    def _start_if_room(self) -> Optional[Worker]:
-        """A new worker while fewer than ``size`` have started, else None."""
-        with self._lock:
-            if self._started >= self.size:
-                return None
-        return self._start_worker()
 
     def __reduce__(self):
         return (_pool_for_token, (self.token, self.size, self.limits))
@@ -112,7 +109,7 @@ class WorkerPool:
         try:
             worker = self._idle.get_nowait()
         except queue.Empty:
-            worker = self._start_if_room()
+            worker = self._start_worker(only_if_room=True)
             if worker is not None:
                 return worker
             try:

@@ -113,3 +113,54 @@ def test_a_reopened_parked_session_does_not_repeat_its_schema_warnings(caplog):
             assert session.call("poke", {"x": 1}).ok
         session.close()
     assert sum("tool schema" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_lazy_pool_never_starts_more_workers_than_its_size(monkeypatch):
+    # fails before: the size check and the count were two critical sections, so concurrent first
+    # acquires all passed the check while the first workers were still starting
+    import threading
+    import time
+
+    from envscaler_core.runtime import pool as pool_module
+
+    class SlowWorker:
+        def __init__(self, limits, template):
+            time.sleep(0.05)
+            self.alive = True
+
+        def settle(self):
+            return True
+
+        def kill(self):
+            pass
+
+    class YieldingLock:  # lets the other threads run right after every critical section
+        def __init__(self):
+            self.lock = threading.Lock()
+
+        def __enter__(self):
+            self.lock.acquire()
+
+        def __exit__(self, *exc):
+            self.lock.release()
+            time.sleep(0.01)
+
+    monkeypatch.setattr(pool_module, "Worker", SlowWorker)
+    pool = pool_module.WorkerPool(2, FAST_LIMITS, prestart=0, template=None)
+    pool._lock = YieldingLock()
+    got, gate = [], threading.Barrier(8)
+
+    def take():
+        gate.wait()
+        try:
+            got.append(pool.acquire(timeout=0.5))
+        except Exception:  # noqa: BLE001 - pool_busy for the 6 that find no room
+            pass
+
+    threads = [threading.Thread(target=take) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    pool.close()
+    assert pool._started == 2 and len(got) == 2
