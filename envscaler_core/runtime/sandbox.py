@@ -159,15 +159,18 @@ class Sandbox:
                  limits: Optional[SandboxLimits] = None, checker_timeout_s: float = 2.0) -> None:
         checkers = max(2, sessions // 2) if checkers is None else checkers
         limits = limits or SandboxLimits()
-        self._template = new_template(limits)  # both pools fork their hosts from it
+        template = new_template(limits)  # both pools fork their hosts from it
         # Hosts start when first needed: the constructor returns at once (the first episodes ask
         # the model while their hosts start), and cached verdicts leave most checker hosts unused.
-        self._setup(WorkerPool(max(1, sessions), limits, prestart=HOSTS_PRESTARTED, template=self._template),
-                    WorkerPool(max(1, checkers), limits, prestart=HOSTS_PRESTARTED, template=self._template),
-                    checker_timeout_s)
+        self._setup(WorkerPool(max(1, sessions), limits, prestart=HOSTS_PRESTARTED, template=template),
+                    WorkerPool(max(1, checkers), limits, prestart=HOSTS_PRESTARTED, template=template),
+                    checker_timeout_s, template)
 
-    def _setup(self, sessions: WorkerPool, oneshots: WorkerPool, checker_timeout_s: float) -> None:
-        self._template = getattr(self, "_template", None)
+    def _setup(self, sessions: WorkerPool, oneshots: WorkerPool, checker_timeout_s: float,
+               template: Any = None) -> None:
+        """``template``: the host template the two pools share, closed with the sandbox (None
+        when the pools own theirs, as pools re-created for a pickled sandbox do)."""
+        self._template = template
         self._sessions, self._oneshots, self.checker_timeout_s = sessions, oneshots, checker_timeout_s
         self._tools: dict[str, list[dict]] = {}
         self._tool_gates: dict[str, threading.Lock] = {}
@@ -216,8 +219,7 @@ class Sandbox:
             gate = self._tool_gates.setdefault(key, threading.Lock()) if cached is None else None
         if gate is not None:
             with gate:  # one computation for many concurrent first callers
-                with self._lock:
-                    cached = self._tools.get(key)
+                cached = self._cached_tools(env)
                 if cached is None:
                     cached = self.compute_schemas(env.env_class_code, env.env_class_name)
                     with self._lock:
@@ -271,9 +273,12 @@ class Sandbox:
         return AsyncSession(await self.in_thread(self.open, env, state, seed=seed), self._on_session, self.in_thread)
 
     async def atools(self, env: EnvSpec) -> list[dict]:
-        with self._lock:
-            cached = self._tools.get(_tools_key(env))
+        cached = self._cached_tools(env)  # no thread hop once known
         return cached if cached is not None else await self.in_thread(self.tools, env)
+
+    def _cached_tools(self, env: EnvSpec) -> Optional[list[dict]]:
+        with self._lock:
+            return self._tools.get(_tools_key(env))
 
     async def areplay(self, env: EnvSpec, state: dict, calls: list[ToolCall]) -> Replay:
         return await self.in_thread(self.replay, env, state, calls)
