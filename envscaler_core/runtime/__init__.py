@@ -5,49 +5,53 @@ processes (see :mod:`.worker`, :mod:`._worker`, :mod:`._guard` and
 ``docs/security.md`` for what is enforced where). Importing this package
 starts no process; :class:`WorkerPool` does. Stages use the one facade,
 :class:`Sandbox` (``sandbox.py``): sessions, replays, checkers, tool schemas.
+
+The names below are resolved on first use: the sandbox's own processes import
+only the worker-side submodules, so every host, template and session forked
+from them carries neither asyncio nor the driver-side pool (issue 18: a
+smaller process forks and exits faster).
 """
 
-from .checkers import arun_checkers, run_checkers
-from .interactive import InteractiveEnv
-from .models import (
-    ERROR_TYPES,
-    CallResult,
-    CheckResult,
-    EnvLoadError,
-    ErrorType,
-    SandboxError,
-    SandboxLimits,
-    WorkerError,
-)
-from .pool import WorkerPool
-from .sandbox import AsyncSession, OpeningSession, Replay, Sandbox
-from .session import EnvSession, compute_schemas, parse_arguments
-from .state import UnserializableError, apply_diff, canonical_json, state_diff, state_hash, to_jsonable
+from __future__ import annotations
 
-__all__ = [
-    "ERROR_TYPES",
-    "AsyncSession",
-    "OpeningSession",
-    "CallResult",
-    "CheckResult",
-    "EnvLoadError",
-    "EnvSession",
-    "ErrorType",
-    "InteractiveEnv",
-    "Replay",
-    "Sandbox",
-    "SandboxError",
-    "SandboxLimits",
-    "UnserializableError",
-    "WorkerError",
-    "WorkerPool",
-    "apply_diff",
-    "arun_checkers",
-    "canonical_json",
-    "compute_schemas",
-    "parse_arguments",
-    "run_checkers",
-    "state_diff",
-    "state_hash",
-    "to_jsonable",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_HOME = {
+    "arun_checkers": "checkers", "run_checkers": "checkers",
+    "InteractiveEnv": "interactive",
+    "ERROR_TYPES": "models", "CallResult": "models", "CheckResult": "models", "EnvLoadError": "models",
+    "ErrorType": "models", "SandboxError": "models", "SandboxLimits": "models", "WorkerError": "models",
+    "WorkerPool": "pool",
+    "AsyncSession": "sandbox", "OpeningSession": "sandbox", "Replay": "sandbox", "Sandbox": "sandbox",
+    "EnvSession": "session", "compute_schemas": "session", "parse_arguments": "session",
+    "UnserializableError": "state", "apply_diff": "state", "canonical_json": "state", "state_diff": "state",
+    "state_hash": "state", "to_jsonable": "state",
+}
+
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{home}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOME))
+
+
+if TYPE_CHECKING:
+    from .checkers import arun_checkers, run_checkers
+    from .interactive import InteractiveEnv
+    from .models import (ERROR_TYPES, CallResult, CheckResult, EnvLoadError, ErrorType, SandboxError,
+                         SandboxLimits, WorkerError)
+    from .pool import WorkerPool
+    from .sandbox import AsyncSession, OpeningSession, Replay, Sandbox
+    from .session import EnvSession, compute_schemas, parse_arguments
+    from .state import (UnserializableError, apply_diff, canonical_json, state_diff, state_hash,
+                        to_jsonable)

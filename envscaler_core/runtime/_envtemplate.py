@@ -23,8 +23,11 @@ its hard limit ``TEMPLATES_PER_HOST + 2`` (the templates and one session) under 
 audit hook lets only the runtime's fork loop (:func:`_fork_sessions`, on the stack) fork or raise
 that soft limit. After the load the host checks that the template has one thread and no child,
 and the template blocks every signal and freezes the garbage collector, so none of the
-environment's code runs in it any more. ``random`` is seeded per session (before the constructor),
-so only code at a module's top level sees one unseeded state per template.
+environment's code runs in it any more. It forks its sessions with a bare ``fork(2)``
+(:func:`._guard.bare_fork`): no ``os.register_at_fork`` handler runs, so a handler the module
+registered cannot run the environment's code in the template at every fork (and the child skips
+CPython's after-fork work). ``random`` is reseeded per session (then seeded by the load's seed, if
+any, before the constructor), so only code at a module's top level sees one state per template.
 """
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ import gc
 import hashlib
 import json
 import os
+import random
 import resource
 import signal
 import socket
@@ -114,7 +118,7 @@ def _fork_sessions(sock: socket.socket, hard: int) -> Optional[tuple[bytes, byte
         got = _next_request(sock)
         if got is None:
             return None
-        pid = os.fork()
+        pid = _guard.bare_fork()
         if pid == 0:
             return got
         for fd in got[2]:
@@ -158,6 +162,7 @@ def _session(sock: socket.socket, got: tuple[bytes, bytes, list[int]], cfg: dict
     os.close(sock.detach())
     _close_other_fds({reply_fd, in_fd})
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    random.seed()  # the template's state otherwise (a bare fork skips random's own reseed); a load's seed replaces it
     gc.enable()
     if not _guard.parent_death_signal(template):
         return PARENT_GONE

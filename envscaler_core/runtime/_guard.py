@@ -48,6 +48,25 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
 _libc = ctypes.CDLL(None, use_errno=True)  # loaded once in the host: a session may not load libraries
 _libc.prctl, _libc.syscall  # noqa: B018 - resolved now (a later lookup is a ctypes.dlsym audit event)
+_fork = ctypes.PyDLL(None, use_errno=True).fork  # holds the GIL across the call
+_fork.restype = ctypes.c_int
+
+
+def bare_fork() -> int:
+    """fork(2) without CPython's at-fork machinery: no ``os.register_at_fork`` handler runs, in the
+    parent or the child (os.fork: the import lock, the threading module's cleanup, the reseed of
+    ``random``).
+
+    For an environment template only (:mod:`._envtemplate`): it has one thread, verified, so there
+    is nothing to clean up in the child, and a handler the environment's module registered while it
+    was loaded would otherwise run the environment's code in the template at every fork. Also
+    faster: the child writes to ~190 fewer of the pages it shares with the template (issue 18).
+    """
+    pid = _fork()
+    if pid < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return pid
 
 
 def set_rlimits(limits: dict, nproc: tuple[int, int] = (0, 0)) -> None:

@@ -140,6 +140,44 @@ def test_the_class_is_loaded_once_per_environment_and_sessions_start_fresh():
     assert first["draw"] == second["draw"] != again["draw"]  # random is seeded per session
 
 
+def test_unseeded_sessions_of_one_template_draw_different_random_numbers():
+    with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
+        draws = [where(pool)["draw"] for _ in range(3)]
+    assert len(set(draws)) == 3
+
+
+AT_FORK = '''
+import os
+
+
+class AtFork:
+    calls = []
+
+    def __init__(self, init_config: dict):
+        pass
+
+    def seen(self) -> dict:
+        """What the fork handlers registered by the module did before this session."""
+        return {"calls": list(AtFork.calls)}
+
+
+os.register_at_fork(before=lambda: AtFork.calls.append("before"),
+                    after_in_parent=lambda: AtFork.calls.append("parent"),
+                    after_in_child=lambda: AtFork.calls.append("child"))
+'''
+
+
+def test_fork_handlers_the_module_registers_never_run_in_its_template():
+    """A handler registered at load would run environment code in the template at every fork: it
+    could change what later sessions start from, or read the next session's key off the stack."""
+    with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
+        seen = []
+        for _ in range(3):
+            with pool.open_session(AT_FORK, "AtFork") as session:
+                seen.append(session.call("seen").observation)
+    assert seen == [{"calls": []}] * 3
+
+
 def test_without_templates_every_session_loads_the_module_itself():
     with WorkerPool(size=1, limits=COLD) as pool:
         seen = [where(pool) for _ in range(2)]
@@ -296,3 +334,17 @@ def test_a_template_with_a_thread_or_child_is_refused(tmp_path):
         for proc in (busy, idle):
             proc.kill()
             proc.wait()
+
+
+def test_the_sandbox_side_imports_none_of_the_driver_side():
+    """A host carries only what sessions need: every session is forked from it, and a smaller process
+    forks and exits faster (issue 18). The package's names still resolve for the stages."""
+    code = ("import sys; from envscaler_core.runtime._worker import _preload; _preload(); "
+            "print(sorted(m for m in ('asyncio', 'envscaler_core.runtime.pool', 'envscaler_core.artifacts', "
+            "'envscaler_core.runtime.sandbox', 'openai', 'httpx') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    import envscaler_core.runtime as runtime
+    assert runtime.Sandbox.__name__ == "Sandbox" and "WorkerPool" in dir(runtime)
+    with pytest.raises(AttributeError):
+        runtime.NoSuchThing  # noqa: B018
