@@ -88,15 +88,22 @@ def load_class(code: str, class_name: str) -> tuple[Optional[type], Optional[dic
     return cls, None
 
 
-def construct(cls: type, init_config: Any) -> Any:
-    """``cls(init_config)`` when the signature accepts it, else ``cls()``."""
+def takes_config(cls: type) -> bool:
+    """Whether ``cls`` is constructed as ``cls(init_config)`` (its signature accepts one argument, or
+    cannot be read) rather than ``cls()``."""
     try:
-        inspect.signature(cls).bind(init_config)
+        inspect.signature(cls).bind(None)
     except TypeError:
-        return cls()
+        return False
     except ValueError:
         pass
-    return cls(init_config)
+    return True
+
+
+def construct(cls: type, init_config: Any, with_config: Optional[bool] = None) -> Any:
+    """``cls(init_config)`` when the signature accepts it, else ``cls()`` (``with_config``: that
+    answer, known already)."""
+    return cls(init_config) if (takes_config(cls) if with_config is None else with_config) else cls()
 
 
 def snapshot_of(instance: Any) -> dict:
@@ -124,6 +131,7 @@ class Executor:
     def __init__(self, limits: dict) -> None:
         self.limits = limits
         self.cls: Optional[type] = None  # set by :meth:`prepare` in an environment template
+        self.with_config: Optional[bool] = None  # its constructor's signature, read once there too
         self.instance: Any = None
         self.tools: dict[str, ToolSpec] = {}
         self.last: dict = {}
@@ -147,7 +155,7 @@ class Executor:
             with deadline(self.limits["load_timeout_s"]):
                 cls, error = load_class(req["code"], req["class_name"])
                 if cls is not None:
-                    self.tools, self.cls = build_tools(cls), cls
+                    self.tools, self.cls, self.with_config = build_tools(cls), cls, takes_config(cls)
                 return error
         except SoftTimeout:
             return _fail("timeout", f"loading the environment took longer than {self.limits['load_timeout_s']}s")
@@ -161,12 +169,12 @@ class Executor:
             if error:
                 return error
             self.tools = build_tools(cls)
-        tools = {"tools": [t.schema for t in self.tools.values()],
-                 "warnings": [w for t in self.tools.values() for w in t.warnings]}
+        tools = {} if req.get("tools") is False else {  # False: the parent has them already
+            "tools": [t.schema for t in self.tools.values()], "warnings": [w for t in self.tools.values() for w in t.warnings]}
         if req.get("schemas_only"):
             return {"ok": True, **tools}
         try:
-            self.instance = construct(cls, req.get("init_config") or {})
+            self.instance = construct(cls, req.get("init_config") or {}, self.with_config)
         except SoftTimeout:
             raise
         except BaseException as exc:  # noqa: BLE001

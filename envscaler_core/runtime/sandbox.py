@@ -198,7 +198,7 @@ class Sandbox:
         """A session of ``env`` in ``state`` (also its ``init_config``); raises :class:`EnvLoadError`."""
         state = state or {}
         return self._spawn_session(env.env_class_code, env.env_class_name, init_config=state,
-                                   initial_state=state, seed=seed)
+                                   initial_state=state, seed=seed, tools=self._cached_tools(env))
 
     def open_session(self, code: str, class_name: str, **kwargs: Any) -> EnvSession:
         """A session of source that is not an :class:`EnvSpec` yet (see :class:`EnvSession`)."""

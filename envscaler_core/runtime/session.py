@@ -82,13 +82,16 @@ class EnvSession:
         init_config: Passed to ``__init__`` when it accepts an argument.
         initial_state: Attributes injected after construction.
         seed: Seeds ``random`` in the sandbox before loading.
+        tools: The environment's tool schemas when the caller has them already (``Sandbox.tools``):
+            the load then does not send them back, and their warnings are not logged again.
 
     Raises:
         EnvLoadError: If the environment cannot be loaded.
     """
 
     def __init__(self, pool: Any, code: str, class_name: str, *, init_config: Optional[dict] = None,
-                 initial_state: Optional[dict] = None, seed: Optional[int] = None) -> None:
+                 initial_state: Optional[dict] = None, seed: Optional[int] = None,
+                 tools: Optional[list[dict]] = None) -> None:
         self._pool, self._code, self._class_name = pool, code, class_name
         state = to_jsonable(initial_state or {})
         same = init_config is initial_state or (not init_config and not initial_state)
@@ -98,8 +101,9 @@ class EnvSession:
         self._parked = False
         self._state: dict = {}
         self._hash = ""
-        self.tools: list[dict] = []
+        self.tools: list[dict] = tools or []
         self.warnings: list[str] = []
+        self._tools_known = tools is not None
         self._open(state, fresh_worker=False)
 
     @property
@@ -114,6 +118,8 @@ class EnvSession:
         self._worker = None
         req = {"op": "load", "code": self._code, "class_name": self._class_name,
                "init_config": self._init_config, "initial_state": state, "seed": self._seed}
+        if self._tools_known:
+            req["tools"] = False
         try:
             resp = worker.request(req, limits.load_timeout_s + limits.kill_grace_s)
         except WorkerError as exc:
@@ -124,8 +130,11 @@ class EnvSession:
             _raise_load(resp)
         self._worker, self._parked = worker, False
         self._state, self._hash = resp["state"], resp["state_hash"]
+        if self._tools_known:
+            return
         self.tools, self.warnings = resp["tools"], resp.get("warnings", [])
-        for warning in self.warnings if not fresh_worker else ():  # a reopened session said them already
+        self._tools_known = True  # a reopened session (a fresh worker) need not hear them again
+        for warning in self.warnings if not fresh_worker else ():  # ... nor say them again
             log.warning("tool schema: %s", warning)
 
     def _recover(self) -> Optional[str]:

@@ -146,3 +146,27 @@ def test_hosts_start_when_first_needed():
         for worker in held:
             pool.release(worker)
         assert [r.status for r in sandbox.check([TRUE] * 3, {}, {})] == ["true"] * 3
+
+
+def test_a_session_of_an_environment_with_known_tools_is_not_sent_them_again(box, monkeypatch):
+    """Once the sandbox knows an environment's tools, a session's load answer leaves them out (each
+    session used to encode, sign, relay and decode every schema again: issue 18)."""
+    from envscaler_core.runtime.worker import Worker
+
+    answers = []
+    request = Worker.request
+
+    def spy(self, msg, timeout):
+        resp = request(self, msg, timeout)
+        if msg.get("op") == "load":
+            answers.append(sorted(resp))
+        return resp
+
+    monkeypatch.setattr(Worker, "request", spy)
+    env = ENV.model_copy(update={"id": "lib-known-tools", "env_class_code": LIBRARY_SOURCE + "\n# known tools\n"})
+    with box.open(env, STATE) as first:                # tools not known yet: they come with the load
+        assert "tools" in answers[-1] and first.tools
+    tools = box.tools(env)
+    with box.open(env, STATE) as second:
+        assert "tools" not in answers[-1] and "state" in answers[-1]
+        assert second.tools == tools == first.tools and second.call("get_book", {"book_id": "b1"}).ok
