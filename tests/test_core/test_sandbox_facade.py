@@ -170,3 +170,97 @@ def test_a_session_of_an_environment_with_known_tools_is_not_sent_them_again(box
     with box.open(env, STATE) as second:
         assert "tools" not in answers[-1] and "state" in answers[-1]
         assert second.tools == tools == first.tools and second.call("get_book", {"book_id": "b1"}).ok
+
+
+SLOW = '''
+import time
+
+
+class Slow:
+    def __init__(self, init_config: dict):
+        self.count = 0
+
+    def bump(self, seconds: float = 0.0) -> dict:
+        """Counts, after a pause.
+
+        Args:
+            seconds: The pause.
+        """
+        time.sleep(seconds)
+        self.count += 1
+        return {"success": True, "data": self.count}
+
+    def stubborn(self) -> dict:
+        """Never returns, even when interrupted."""
+        self.count += 100
+        while True:
+            try:
+                time.sleep(10)
+            except BaseException:
+                pass
+'''
+SLOW_ENV = EnvSpec(id="slow", env_class_name="Slow", env_class_code=SLOW)
+
+
+async def no_thread(fn, *args):
+    raise AssertionError(f"{fn.__name__} went to a thread")
+
+
+def test_a_call_on_an_open_session_runs_on_the_event_loop_without_a_thread(box):
+    async def main():
+        session = await box.aopen(SLOW_ENV, {})
+        try:
+            return [await session.session.acall("bump", {}, blocking=no_thread) for _ in range(3)]
+        finally:
+            await session.close()
+
+    results = asyncio.run(main())
+    assert [r.observation["data"] for r in results] == [1, 2, 3] and results[-1].state_diff
+
+
+def test_a_cancelled_call_completes_and_the_session_stays_in_step(box):
+    async def main():
+        session = await box.aopen(SLOW_ENV, {})
+        try:
+            task = asyncio.ensure_future(session.call("bump", {"seconds": 0.2}))
+            await asyncio.sleep(0.05)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            after = await session.call("bump", {})          # waits for the cancelled one, then runs
+            return after, await session.snapshot()
+        finally:
+            await session.close()
+
+    after, state = asyncio.run(main())
+    assert after.ok and after.observation["data"] == 2 and state == {"count": 2}
+
+
+def test_concurrent_calls_and_a_close_on_one_session_take_turns(box):
+    async def main():
+        session = await box.aopen(SLOW_ENV, {})
+        calls = [asyncio.ensure_future(session.call("bump", {"seconds": 0.05})) for _ in range(3)]
+        await asyncio.sleep(0.01)
+        await session.close()                                  # waits for the call in flight
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    results = asyncio.run(main())
+    assert results[0].ok and results[0].observation["data"] == 1
+    assert all(not isinstance(r, BaseException) for r in results)  # later ones: errors, never a hang or a mix-up
+
+
+def test_a_call_that_overruns_on_the_event_loop_is_a_timeout_and_the_session_is_restored():
+    """The worker is killed at the deadline; the session is recreated (off the loop) from the last state."""
+    with Sandbox(1, 1, limits=FAST_LIMITS) as sandbox:
+        async def main():
+            session = await sandbox.aopen(SLOW_ENV, {})
+            try:
+                first = await session.call("bump", {})
+                slow = await session.call("stubborn", {})
+                return first, slow, await session.call("bump", {})
+            finally:
+                await session.close()
+
+        first, slow, again = asyncio.run(main())
+    assert first.ok and slow.error_type == "timeout" and "restored" in slow.observation["error"]
+    assert again.ok and again.observation["data"] == 2
