@@ -21,6 +21,11 @@ from typing import Any
 
 import jsonpatch
 
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - a dependency; without it, the slower paths
+    _orjson = None
+
 __all__ = [
     "UnserializableError",
     "to_jsonable",
@@ -178,13 +183,37 @@ def state_hash(state: Any) -> str:
     Returns:
         64 hex characters, stable across processes and runs.
     """
-    return hash_jsonable(to_jsonable(state))
+    text = _plain_canonical(state)
+    return _sha256(text) if text is not None else hash_jsonable(to_jsonable(state))
 
 
 def hash_jsonable(value: Any) -> str:
     """:func:`state_hash` for a value that is already plain JSON data."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _sha256(_canonical(value))
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _plain_canonical(value: Any) -> "str | None":
+    """The canonical text of ``value`` when :func:`to_jsonable` would leave it as it is, else None.
+
+    orjson refuses what ``json.dumps`` would silently get wrong (a non-string key: sorted as a
+    number, not as the string it becomes), and ``json.dumps`` refuses what orjson would convert
+    (dataclasses, dates, UUIDs, plain enums, NaN), so text that passes both is the converted
+    value's text (states that already are JSON data, the usual case, skip the conversion pass)."""
+    if _orjson is None:
+        return None
+    try:
+        _orjson.dumps(value)
+        return _canonical(value)
+    except (TypeError, ValueError, RecursionError):  # orjson.JSONEncodeError is a TypeError
+        return None
 
 
 def state_diff(before: Any, after: Any) -> list[dict]:
@@ -269,12 +298,10 @@ _FAST_OPS = {"add", "remove", "replace"}
 
 def json_copy(value: Any) -> Any:
     """A deep copy of a JSON-shaped value (through orjson: about 10x ``copy.deepcopy``)."""
-    try:
-        import orjson
-    except ImportError:  # the sandbox's own interpreter may lack it
+    if _orjson is None:
         return copy.deepcopy(value)
     try:
-        return orjson.loads(orjson.dumps(value))
+        return _orjson.loads(_orjson.dumps(value))
     except TypeError:  # e.g. an int beyond 64 bits
         return copy.deepcopy(value)
 

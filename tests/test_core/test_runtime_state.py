@@ -202,3 +202,49 @@ def test_snapshot_comes_from_the_parent_copy_only_while_it_hashes_to_the_workers
     lib_session._state["books"]["b9"]["title"] = "drifted"  # the copy no longer matches the worker
     assert lib_session.local_snapshot() is None
     assert lib_session.snapshot()["books"]["b9"]["title"] == "X" and requests == ["snapshot"]
+
+
+class _Level(enum.IntEnum):
+    LOW = 1
+
+
+class _Tag(str, enum.Enum):
+    NEW = "new"
+
+
+def _random_value(rng, depth: int = 0):
+    """Nested data mixing plain JSON with everything ``to_jsonable`` converts."""
+    leaves = [lambda: rng.randint(-5, 5), lambda: rng.random(), lambda: "s", lambda: None, lambda: True,
+              lambda: (1, "t"), lambda: _Level.LOW, lambda: _Tag.NEW, lambda: Color.RED, lambda: float("nan"),
+              lambda: datetime.date(2024, 1, 2), lambda: {1, 2}, lambda: 1 << 70, lambda: -0.0]
+    keys = [lambda: rng.choice("abc"), lambda: rng.randint(1, 12), lambda: _Tag.NEW, lambda: None, lambda: 2.5]
+    if depth > 2 or rng.random() < 0.3:
+        return rng.choice(leaves)()
+    if rng.random() < 0.5:
+        return [_random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    plain_keys = rng.random() < 0.6
+    return {(rng.choice("abcdefgh") if plain_keys else rng.choice(keys)()): _random_value(rng, depth + 1)
+            for _ in range(rng.randint(0, 4))}
+
+
+def test_the_fast_hash_of_plain_data_equals_the_hash_after_conversion():
+    """state_hash skips the conversion pass for data that is plain JSON already; the hash must be
+    the converted value's for everything (a non-string key is sorted as its string, NaN is a string)."""
+    import random
+
+    from envscaler_core.runtime.state import _plain_canonical, hash_jsonable
+
+    rng, fast_paths = random.Random(5), 0
+    for _ in range(3000):
+        value = _random_value(rng)
+        try:
+            expected = hash_jsonable(to_jsonable(value))
+        except UnserializableError:
+            expected = "unserializable"
+        try:
+            got = state_hash(value)
+        except UnserializableError:
+            got = "unserializable"
+        assert got == expected, value
+        fast_paths += _plain_canonical(value) is not None
+    assert fast_paths > 500  # the fast path was taken often
