@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from envscaler_core.artifacts import ARTIFACT_FILES, FailureRecord
 from envscaler_core.config import StageConfig
+from envscaler_core.heap import settle_for_long_run
 from envscaler_core.llm.cache import ResponseCache
 from envscaler_core.llm.client import LLMClient
 from envscaler_core.llm.usage import UsageMeter
@@ -99,6 +100,7 @@ async def process_items(ctx: StageContext, items: Iterable[tuple[str, Any]], wor
         for item_id, result, error in outcomes:  # appended as they arrive: resumable
             _record(ctx, store, stats, item_id, result, error)
         return stats
+    settle_for_long_run()
     semaphore = asyncio.Semaphore(concurrency or ctx.config.concurrency)
     bar = progress_bar(total=len(todo), desc=desc or ctx.name)
     # Appends fsync; on one writer thread (which alone updates ``stats``) they never stall the

@@ -12,6 +12,7 @@ import time
 from typing import Any, Awaitable, Callable, Iterable, Optional
 
 from envscaler_core.artifacts import Trajectory
+from envscaler_core.heap import settle_for_long_run
 from envscaler_core.llm import LLMClient
 from envscaler_core.rollout.agent import AgentPolicy
 from envscaler_core.rollout.episode import Episode, EventHook
@@ -100,6 +101,7 @@ async def run_episodes(engine: RolloutEngine, tasks: Iterable[EpisodeTask], conc
     Returns:
         Finished trajectories in completion order; failed episodes go to ``on_error`` (or the log).
     """
+    settle_for_long_run()
     semaphore = asyncio.Semaphore(concurrency)
     done: list[Trajectory] = []
 
