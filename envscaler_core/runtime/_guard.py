@@ -69,6 +69,19 @@ def bare_fork() -> int:
     return pid
 
 
+def yield_cpu(nice: int) -> None:
+    """This process (and all it forks) becomes ``nice`` steps nicer and ``SCHED_BATCH``: woken by a
+    request, it does not preempt whatever runs on that core (the driver's event loop, a local
+    model server), and it gets less of a contended core. Irreversible without privileges."""
+    if nice <= 0:
+        return
+    try:
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        pass
+    os.nice(nice)
+
+
 def set_rlimits(limits: dict, nproc: tuple[int, int] = (0, 0)) -> None:
     """Applies OS resource limits to the current process.
 

@@ -222,11 +222,12 @@ def main(cfg: Optional[dict] = None) -> None:
 
 def _host(cfg: Optional[dict] = None) -> None:
     """Host loop: preload (unless forked warm), probe the hardening, report ready, fork sessions forever."""
-    from . import _confine, _envtemplate
+    from . import _confine, _envtemplate, _guard
     from .protocol import ProtocolError, read_body, write_frame
 
     warm, cfg = cfg is not None, cfg or json.loads(sys.argv[1])
     in_fd, out_fd = os.dup(0), os.dup(1)
+    _guard.yield_cpu(cfg["limits"].get("nice", 0))
     if not warm:
         _preload()
     _confine.scrub_sys_path()

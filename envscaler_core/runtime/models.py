@@ -59,6 +59,10 @@ class SandboxLimits(BaseModel):
         env_templates: Fork each environment session from a per-environment template process
             that executed the module and built the tool models once (``False``: every session
             executes the module itself, as a cold start).
+        nice: The sandbox's processes (hosts, templates, sessions) run this much nicer than the
+            parent, under ``SCHED_BATCH`` (no preemption on wake-up), so generated code never
+            takes a core from the process driving the episodes or from a model server on the same
+            machine (0: the parent's priority and policy).
     """
 
     call_timeout_s: float = 5.0
@@ -77,6 +81,7 @@ class SandboxLimits(BaseModel):
     file_confinement: Literal["auto", "landlock", "mount_ns", "off"] = "auto"
     allow_weaker_sandbox: bool = Field(default_factory=lambda: os.environ.get("ENVSCALER_ALLOW_WEAKER_SANDBOX", "") == "1")
     env_templates: bool = True
+    nice: int = Field(default=5, ge=0, le=19)
 
 
 class CallResult(BaseModel):

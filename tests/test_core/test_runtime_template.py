@@ -348,3 +348,26 @@ def test_the_sandbox_side_imports_none_of_the_driver_side():
     assert runtime.Sandbox.__name__ == "Sandbox" and "WorkerPool" in dir(runtime)
     with pytest.raises(AttributeError):
         runtime.NoSuchThing  # noqa: B018
+
+
+NICE_PROBE = '''
+import os
+
+
+class Nice:
+    def priority(self) -> dict:
+        """The session's niceness and scheduling policy."""
+        return {"nice": os.getpriority(os.PRIO_PROCESS, 0), "batch": os.sched_getscheduler(0) == os.SCHED_BATCH}
+'''
+
+
+@pytest.mark.parametrize("templates", [True, False])
+def test_sandbox_processes_yield_the_cpu_to_the_parent(templates):
+    """Woken by a request, a session must not preempt the driver's event loop (issue 18)."""
+    limits = FAST_LIMITS.model_copy(update={"env_templates": templates})
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    with WorkerPool(size=1, limits=limits) as pool:
+        with pool.open_session(NICE_PROBE, "Nice") as session:
+            seen = session.call("priority").observation
+    assert seen == {"nice": min(19, own + limits.nice), "batch": True} and limits.nice > 0
+    assert os.getpriority(os.PRIO_PROCESS, 0) == own and os.sched_getscheduler(0) != os.SCHED_BATCH
