@@ -80,10 +80,6 @@ def premature_stop(termination: str, steps: Sequence[StepRecord], reference: Opt
     return not changed
 
 
-class _NotCached(Exception):
-    """A verdict or a reference replay a cached-only scoring would have to compute."""
-
-
 class Scorer:
     """Scores states and episodes of scenarios in a :class:`Sandbox` (thread-safe; caches results).
 
@@ -112,11 +108,6 @@ class Scorer:
         ``hashes``: (initial, final) state hashes when the caller has them. Concurrent calls with
         the same key share one run (one future per key): many samples of a scenario reach the
         same states at the same time, and without this they all missed the cache at once."""
-        return self._checks(checklist, final, initial, hashes, cached_only=False)
-
-    def _checks(self, checklist: Sequence[ChecklistItem], final: dict, initial: dict,
-                hashes: Optional[tuple[str, str]], cached_only: bool) -> list[CheckOutcome]:
-        """:meth:`checks`; ``cached_only``: raise :class:`_NotCached` rather than run anything."""
         funcs = [c.check_func for c in checklist]
         initial_hash, final_hash = hashes or (state_hash(initial), state_hash(final))
         key = (content_id("checks", *funcs), initial_hash, final_hash)
@@ -124,8 +115,6 @@ class Scorer:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return [c.model_copy() for c in self._cache[key]]
-            if cached_only:
-                raise _NotCached
             pending, owner = self._pending.get(key), False
             if pending is None:
                 pending, owner = self._pending.setdefault(key, Future()), True
@@ -161,10 +150,6 @@ class Scorer:
                  known: Optional[dict[str, float]] = None, initial_hash: Optional[str] = None) -> list[float]:
         """The pass share after every step (states rebuilt from the steps' diffs; a state is hashed
         only when a step changed it, and ``initial`` is never modified: ``apply_diff`` copies)."""
-        return self._progress(checklist, initial, steps, known, initial_hash, cached_only=False)
-
-    def _progress(self, checklist: Sequence[ChecklistItem], initial: dict, steps: Sequence[StepRecord],
-                  known: Optional[dict[str, float]], initial_hash: Optional[str], cached_only: bool) -> list[float]:
         by_hash = dict(known or {})
         initial_hash = initial_hash or state_hash(initial)
         state, key, progress = initial, initial_hash, []
@@ -173,24 +158,17 @@ class Scorer:
                 state = apply_diff(state, step.state_diff)
                 key = state_hash(state)
             if key not in by_hash:
-                by_hash[key] = share_true(self._checks(checklist, state, initial, (initial_hash, key), cached_only))
+                by_hash[key] = self.share(checklist, state, initial, (initial_hash, key))
             progress.append(by_hash[key])
         return progress
 
     # ------------------------------------------------------------------ reference
     def reference(self, env: EnvSpec, scenario: Scenario) -> Optional[ReferenceReplay]:
         """The replayed reference solution of ``scenario`` (once per scenario, shared)."""
-        return self._reference(env, scenario, cached_only=False)
-
-    def _reference(self, env: EnvSpec, scenario: Scenario, cached_only: bool) -> Optional[ReferenceReplay]:
         if not scenario.reference_solution:
             return None
         key = content_id("ref", scenario.id, env.env_class_code)
         with self._lock:
-            if cached_only:
-                if key not in self._references:
-                    raise _NotCached
-                return self._references[key]
             lock = self._reference_locks[key]
         with lock:
             if key not in self._references:
@@ -210,18 +188,14 @@ class Scorer:
     def score(self, env: EnvSpec, scenario: Scenario, initial: dict, final: dict,
               steps: Sequence[StepRecord] = (), termination: str = "", *, progress: bool = True) -> Score:
         """The reward breakdown of an episode of ``scenario`` (see the module docstring)."""
-        return self._score(env, scenario, initial, final, steps, termination, progress, cached_only=False)
-
-    def _score(self, env: EnvSpec, scenario: Scenario, initial: dict, final: dict, steps: Sequence[StepRecord],
-               termination: str, progress: bool, cached_only: bool) -> Score:
         flags: list[str] = []
         initial_hash, final_hash = state_hash(initial), state_hash(final)
-        checks = self._checks(scenario.checklist_with_func, final, initial, (initial_hash, final_hash), cached_only)
+        checks = self.checks(scenario.checklist_with_func, final, initial, (initial_hash, final_hash))
         errors = sum(c.status == "error" for c in checks)
         flags += ["checker_error"] * bool(errors) + ["no_checklist"] * (not checks)
-        shares = self._progress(scenario.checklist_with_func, initial, steps, {final_hash: share_true(checks)},
-                                initial_hash, cached_only) if progress and checks else []
-        reference = self._reference(env, scenario, cached_only)
+        shares = self.progress(scenario.checklist_with_func, initial, steps, {final_hash: share_true(checks)},
+                               initial_hash) if progress and checks else []
+        reference = self.reference(env, scenario)
         state_match = None
         if reference is not None:
             if reference.error:
@@ -233,15 +207,9 @@ class Scorer:
                                  progress=shares, state_match=state_match)
         return Score(reward, flags)
 
-    async def ascore(self, env: EnvSpec, scenario: Scenario, initial: dict, final: dict,
-                     steps: Sequence[StepRecord] = (), termination: str = "", *, progress: bool = True) -> Score:
-        """Async :meth:`score`: on the event loop when every verdict it needs is cached (many samples
-        of a scenario end in the same states: no thread hop), else on the sandbox's waiting threads."""
-        try:
-            return self._score(env, scenario, initial, final, steps, termination, progress, cached_only=True)
-        except _NotCached:
-            return await self.sandbox.in_thread(self.score, env, scenario, initial, final, steps, termination,
-                                                progress=progress)
+    async def ascore(self, *args: Any, **kwargs: Any) -> Score:
+        """Async :meth:`score` (runs on the sandbox's waiting threads)."""
+        return await self.sandbox.in_thread(self.score, *args, **kwargs)
 
     async def achecks(self, checklist: Sequence[ChecklistItem], final: dict, initial: dict) -> list[CheckOutcome]:
         """Async :meth:`checks`."""

@@ -62,9 +62,6 @@ def write_frame(fd: int, obj: Any) -> None:
         data = data[os.write(fd, data) :]
 
 
-SMALL_FRAME = 1 << 16  # a pipe's capacity on Linux
-
-
 class FrameChannel:
     """Parent-side, deadline-aware framing over a worker's pipes.
 
@@ -92,9 +89,7 @@ class FrameChannel:
 
     def send(self, obj: Any, deadline: Optional[float]) -> None:
         """Writes one frame, honouring ``deadline`` (a monotonic time)."""
-        self._write(memoryview(encode_frame(obj)), deadline)
-
-    def _write(self, data: memoryview, deadline: Optional[float]) -> None:
+        data = memoryview(encode_frame(obj))
         while data:
             try:
                 data = data[os.write(self.write_fd, data) :]
@@ -119,71 +114,13 @@ class FrameChannel:
     def recv(self, deadline: Optional[float]) -> Any:
         """Reads one frame, raising :class:`ProtocolError` on timeout/EOF/garbage."""
         self._fill(_HEADER.size, deadline)
-        self._fill(_HEADER.size + self._size(), deadline)
-        return self._take()
-
-    def _size(self) -> int:
-        """The size of the buffered frame's body (its header is buffered)."""
         (size,) = _HEADER.unpack(self._buf[: _HEADER.size])
         if size > self.max_frame_bytes:
             raise ProtocolError(f"frame of {size} bytes exceeds the {self.max_frame_bytes} limit")
-        return size
-
-    def _take(self) -> Any:
-        """Removes the buffered frame and decodes it."""
-        end = _HEADER.size + self._size()
-        body = bytes(self._buf[_HEADER.size : end])
-        del self._buf[:end]
+        self._fill(_HEADER.size + size, deadline)
+        body = bytes(self._buf[_HEADER.size : _HEADER.size + size])
+        del self._buf[: _HEADER.size + size]
         try:
             return json.loads(body)
         except ValueError as exc:
             raise ProtocolError(f"invalid frame from worker: {exc}") from exc
-
-    def _buffered(self) -> bool:
-        """Whether a whole frame is buffered."""
-        return len(self._buf) >= _HEADER.size and len(self._buf) >= _HEADER.size + self._size()
-
-    def send_small(self, obj: Any, deadline: Optional[float]) -> bool:
-        """:meth:`send` for a frame that fits in an idle pipe (64 KiB), which the worker is waiting to
-        read: no wait in practice, so the event loop may call it. False, nothing written, for a
-        larger frame (send it from a thread)."""
-        data = encode_frame(obj)
-        if len(data) > SMALL_FRAME:
-            return False
-        self._write(memoryview(data), deadline)
-        return True
-
-    async def arecv(self, deadline: float) -> Any:
-        """:meth:`recv` on the running event loop: waits for the pipe with ``add_reader``, never
-        blocks the loop (``deadline``: a ``time.monotonic()`` time, the loop's clock)."""
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        while not self._buffered():
-            try:
-                chunk = os.read(self.read_fd, 1 << 16)
-            except BlockingIOError:
-                self._left(deadline)  # raises once it has passed
-                await _readable(loop, self.read_fd, deadline)
-                continue
-            if not chunk:
-                raise ProtocolError("worker closed its pipe", eof=True)
-            self._buf += chunk
-        return self._take()
-
-
-async def _readable(loop: Any, fd: int, deadline: float) -> None:
-    """Returns once ``fd`` is readable or ``deadline`` (``time.monotonic()``) has passed."""
-    waiter = loop.create_future()
-
-    def wake(*_: Any) -> None:
-        if not waiter.done():
-            waiter.set_result(None)
-
-    loop.add_reader(fd, wake)
-    timer = loop.call_later(max(0.0, deadline - time.monotonic()), wake)
-    try:
-        await waiter
-    finally:
-        loop.remove_reader(fd)
-        timer.cancel()

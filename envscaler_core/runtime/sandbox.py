@@ -76,8 +76,7 @@ def call_error(result: CallResult) -> str:
 
 class AsyncSession:
     """An open session seen from asyncio (a rollout ``ToolEnv``): ``tools``, ``call``, ``snapshot``,
-    ``restore``, ``close``. Calls run on the event loop (:meth:`EnvSession.acall`); other ops, and
-    calls that could wait, on the sandbox's threads."""
+    ``restore``, ``close``. Ops run on the sandbox's session threads."""
 
     def __init__(self, session: EnvSession, run: Callable[..., Any], wait: Callable[..., Any]) -> None:
         self.session, self._on_session, self._may_wait = session, run, wait
@@ -88,8 +87,7 @@ class AsyncSession:
         return (self._may_wait if self.session.parked else self._on_session)(fn, *args)
 
     async def call(self, name: str, arguments: Any = None) -> CallResult:
-        # on the event loop (no thread hop) unless something in the call could wait
-        return await self.session.acall(name, arguments, blocking=self._may_wait)
+        return await self._run(self.session.call, name, arguments)
 
     async def snapshot(self) -> dict[str, Any]:
         local = self.session.local_snapshot()  # usually exact: no thread hop, no round trip

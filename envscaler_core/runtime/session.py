@@ -12,7 +12,7 @@ import json
 import logging
 import threading
 import time
-from typing import Any, Awaitable, Callable, Optional
+from typing import Any, Optional
 
 from .models import CallResult, EnvLoadError, WorkerError
 from .state import apply_diff, hash_jsonable, json_copy, to_jsonable
@@ -45,17 +45,6 @@ def parse_arguments(arguments: Any) -> tuple[Optional[dict], Optional[dict]]:
         return to_jsonable(arguments), None
     except TypeError as exc:
         return None, _error_obs("invalid_arguments", f"Arguments are not JSON data: {exc}")
-
-
-def _restored(exc: WorkerError, problem: Optional[str]) -> WorkerError:
-    """``exc`` told with the outcome of recreating the session (``problem``: None when it was)."""
-    suffix = " The environment state was restored to before the call." if problem is None else f" Restoring the session failed: {problem}"
-    return WorkerError(f"{exc}.{suffix}", exc.error_type)
-
-
-def _failed(tool: str, exc: WorkerError) -> dict:
-    """The observation of a call the sandbox failed (timeout or crash)."""
-    return _error_obs("timeout" if exc.error_type == "timeout" else "worker_crashed", f"Tool {tool!r} failed: {exc}")
 
 
 def _raise_load(resp: dict) -> None:
@@ -110,7 +99,6 @@ class EnvSession:
         self._lock = threading.RLock()
         self._worker: Any = None
         self._parked = False
-        self._inflight = False  # an acall holds the session (the loop's thread holds the lock)
         self._state: dict = {}
         self._hash = ""
         self.tools: list[dict] = tools or []
@@ -162,14 +150,13 @@ class EnvSession:
             problem = self._recover()
             if problem:
                 raise WorkerError(f"session could not be restored: {problem}", "worker_crashed")
+        limits = self._pool.limits
         try:
-            return self._worker.request(msg, self._op_timeout)
+            return self._worker.request(msg, limits.call_timeout_s + limits.kill_grace_s)
         except WorkerError as exc:
-            raise _restored(exc, self._recover()) from exc
-
-    @property
-    def _op_timeout(self) -> float:
-        return self._pool.limits.call_timeout_s + self._pool.limits.kill_grace_s
+            problem = self._recover()
+            suffix = " The environment state was restored to before the call." if problem is None else f" Restoring the session failed: {problem}"
+            raise WorkerError(f"{exc}.{suffix}", exc.error_type) from exc
 
     def call(self, tool: str, arguments: Any = None) -> CallResult:
         """Calls one tool; never raises for bad calls or sandbox failures.
@@ -183,93 +170,37 @@ class EnvSession:
         """
         start = time.perf_counter()
         with self._lock:
-            args, obs = self._local_check(tool, arguments)
+            args, obs = parse_arguments(arguments)
+            if obs is None and tool not in self.tool_names:
+                obs = _error_obs("unknown_tool", f"Unknown tool {tool!r}. Available tools: {self.tool_names}")
             if obs is None:
-                try:
-                    resp = self._request({"op": "call", "tool": tool, "arguments": args})
-                except WorkerError as exc:
-                    return self._result(tool, arguments, _failed(tool, exc), start)
-                if not self._absorb(resp):
-                    self._state = self._request({"op": "snapshot"})["state"]
-                obs = resp
-            return self._result(tool, arguments, obs, start)
+                obs, etype, diff = self._remote_call(tool, args)
+            else:
+                etype, diff = obs["error_type"], []
+            return CallResult(tool=tool, arguments=arguments, observation=obs,
+                              ok=obs.get("success") is True and etype is None, error_type=etype,
+                              state_diff=diff, state_hash=self._hash,
+                              duration_ms=(time.perf_counter() - start) * 1000)
 
-    async def acall(self, tool: str, arguments: Any = None, *,
-                    blocking: Optional[Callable[..., Awaitable[Any]]] = None) -> CallResult:
-        """:meth:`call` without a thread: the request and its answer go through the running event
-        loop (issue 18: a thread hop per call was most of a call's cost at 64 episodes in flight).
-
-        When something in it could wait (the session is parked or held by another op, its worker
-        has an answer left to read or must be replaced, the arguments are too big for one pipe
-        write), :meth:`call` runs instead on ``blocking``, a coroutine function running a blocking
-        function off the loop (default ``asyncio.to_thread``). The exchange is shielded: a cancelled
-        caller leaves the worker between ops, as a call in a thread would.
-        """
-        import asyncio
-
-        blocking = blocking or asyncio.to_thread
-        worker = self._worker
-        if self._inflight or worker is None or not worker.idle_ready or not self._lock.acquire(blocking=False):
-            return await blocking(self.call, tool, arguments)
-        self._inflight = True
-        result = await asyncio.shield(asyncio.ensure_future(self._acall_held(worker, tool, arguments, blocking)))
-        return result if result is not None else await blocking(self.call, tool, arguments)
-
-    async def _acall_held(self, worker: Any, tool: str, arguments: Any,
-                          blocking: Callable[..., Awaitable[Any]]) -> Optional[CallResult]:
-        """:meth:`acall` with the session's lock held by the loop's thread (released here, on that
-        thread, once done); None when the call went out of the loop's reach (nothing was sent)."""
-        start = time.perf_counter()
+    def _remote_call(self, tool: str, args: dict) -> tuple[dict, Optional[str], list]:
         try:
-            args, obs = self._local_check(tool, arguments)
-            if obs is None:
-                try:
-                    resp = await worker.arequest({"op": "call", "tool": tool, "arguments": args}, self._op_timeout)
-                except WorkerError as exc:
-                    return self._result(tool, arguments, _failed(tool, _restored(exc, await blocking(self._recover))), start)
-                if resp is None:
-                    return None
-                if not self._absorb(resp):
-                    resync = await worker.arequest({"op": "snapshot"}, self._op_timeout)
-                    self._state = resync["state"] if resync is not None else self._state
-                obs = resp
-            return self._result(tool, arguments, obs, start)
-        finally:
-            self._inflight = False
-            self._lock.release()
-
-    def _local_check(self, tool: str, arguments: Any) -> tuple[Optional[dict], Optional[dict]]:
-        """(arguments, None), or (None, the error observation) for a call the worker need not see."""
-        args, obs = parse_arguments(arguments)
-        if obs is None and tool not in self.tool_names:
-            obs = _error_obs("unknown_tool", f"Unknown tool {tool!r}. Available tools: {self.tool_names}")
-        return args, obs
-
-    def _absorb(self, resp: dict) -> bool:
-        """Applies a call's answer to the parent's copy; False when its diff did not apply (then
-        the caller resyncs the copy from the worker)."""
+            resp = self._request({"op": "call", "tool": tool, "arguments": args})
+        except WorkerError as exc:
+            etype = "timeout" if exc.error_type == "timeout" else "worker_crashed"
+            return _error_obs(etype, f"Tool {tool!r} failed: {exc}"), etype, []
+        diff = resp.get("state_diff") or []
+        try:
+            apply_diff(self._state, diff, in_place=True)
+        except Exception:  # noqa: BLE001 - resync from the worker
+            self._state = self._request({"op": "snapshot"})["state"]
         self._hash = resp["state_hash"]
-        try:
-            apply_diff(self._state, resp.get("state_diff") or [], in_place=True)
-            return True
-        except Exception:  # noqa: BLE001
-            return False
-
-    def _result(self, tool: str, arguments: Any, outcome: dict, start: float) -> CallResult:
-        """The :class:`CallResult` of a worker's answer or of an error observation."""
-        if "observation" in outcome:
-            obs, etype, diff = outcome["observation"], outcome.get("error_type"), outcome.get("state_diff") or []
-        else:
-            obs, etype, diff = outcome, outcome["error_type"], []
-        return CallResult(tool=tool, arguments=arguments, observation=obs,
-                          ok=obs.get("success") is True and etype is None, error_type=etype,
-                          state_diff=diff, state_hash=self._hash, duration_ms=(time.perf_counter() - start) * 1000)
+        return resp["observation"], resp.get("error_type"), diff
 
     def local_snapshot(self) -> Optional[dict]:
         """The current state from the parent's copy, without a round trip, when that copy is
         known exact (parked, or its hash is the one the worker reported after the last op);
         None when the copy is in doubt or another thread holds the session."""
-        if self._inflight or not self._lock.acquire(blocking=False):
+        if not self._lock.acquire(blocking=False):
             return None
         try:
             # the copy is plain JSON (decoded frames, JSON diffs): no to_jsonable pass needed
@@ -317,7 +248,7 @@ class EnvSession:
     def close_nowait(self) -> bool:
         """:meth:`close` when it cannot block (no other thread holds the session; a dead worker is
         replaced by the pool's next acquire, not here); False when it did nothing."""
-        if self._inflight or not self._lock.acquire(blocking=False):
+        if not self._lock.acquire(blocking=False):
             return False
         try:
             self._free_worker(replace_dead=False)
@@ -352,6 +283,12 @@ class EnvSession:
                 return False
             self._parked = self._free_worker()
             return self._parked
+
+    async def acall(self, tool: str, arguments: Any = None) -> CallResult:
+        """Async wrapper of :meth:`call`."""
+        import asyncio
+
+        return await asyncio.to_thread(self.call, tool, arguments)
 
     async def asnapshot(self) -> dict:
         """Async wrapper of :meth:`snapshot`."""

@@ -229,39 +229,10 @@ class Worker:
             self.chan.send(msg, deadline)
             resp = self.chan.recv(deadline)
         except ProtocolError as exc:
-            raise self._lost(exc, timeout) from exc
-        return self._answer(resp)
-
-    @property
-    def idle_ready(self) -> bool:
-        """Whether an op can go out at once: started, alive, no posted answer left to read."""
-        return self.ready and not self.dead and self._posted is None
-
-    async def arequest(self, msg: dict, timeout: float) -> Optional[dict]:
-        """:meth:`request` on the running event loop, for a worker that is :attr:`idle_ready` and
-        an op that fits in its pipe; None (nothing sent) otherwise: then :meth:`request` in a
-        thread. The worker must stay with the caller until this returns (its pipes are shared
-        by nobody else, and a cancelled caller must let it finish: see ``EnvSession.acall``)."""
-        if not self.idle_ready:
-            return None
-        deadline = time.monotonic() + timeout
-        try:
-            if not self.chan.send_small(msg, deadline):
-                return None
-            resp = await self.chan.arecv(deadline)
-        except ProtocolError as exc:
-            raise self._lost(exc, timeout) from exc
-        return self._answer(resp)
-
-    def _lost(self, exc: ProtocolError, timeout: float) -> WorkerError:
-        """Kills the worker after a failed exchange; the error to raise."""
-        self.kill()
-        if exc.timeout:
-            return WorkerError(f"no answer within {timeout:.1f}s; the sandbox process was killed", "timeout")
-        return WorkerError(f"sandbox process died: {exc}", "worker_crashed")
-
-    def _answer(self, resp: Any) -> dict:
-        """``resp`` when it is an answer; a host's crash report kills the worker (raises)."""
+            self.kill()
+            if exc.timeout:
+                raise WorkerError(f"no answer within {timeout:.1f}s; the sandbox process was killed", "timeout") from exc
+            raise WorkerError(f"sandbox process died: {exc}", "worker_crashed") from exc
         if not isinstance(resp, dict) or resp.get("crashed"):
             self.kill()
             detail = resp.get("error") if isinstance(resp, dict) else repr(resp)[:200]

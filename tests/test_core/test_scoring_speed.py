@@ -65,36 +65,3 @@ def test_progress_is_unchanged_and_hashes_states_once():
     shares = scorer.progress(CHECKLIST, initial, steps)
     assert shares == [0.0, 1.0, 1.0] and initial == {"count": 1}
     assert scorer.progress(CHECKLIST, initial, steps, {state_hash(FINAL): 1.0}) == shares
-
-
-def test_an_episode_whose_verdicts_are_cached_is_scored_on_the_event_loop():
-    import asyncio
-
-    from envscaler_core.artifacts import EnvSpec, Scenario
-
-    class LoopSandbox(CountingSandbox):
-        def __init__(self) -> None:
-            super().__init__(delay=0.0)
-            self.hops = 0
-
-        async def in_thread(self, fn, *args, **kwargs):
-            self.hops += 1
-            return await asyncio.to_thread(fn, *args, **kwargs)
-
-    sandbox = LoopSandbox()
-    scorer = Scorer(sandbox)
-    env = EnvSpec(id="e", env_class_name="E", env_class_code="class E:\n    pass\n")
-    scenario = Scenario(id="s", env_id="e", task="t", init_config=INITIAL, checklist_with_func=CHECKLIST)
-    steps = [StepRecord(index=0, name="inc", arguments={}, observation={"success": True},
-                        state_diff=[{"op": "replace", "path": "/count", "value": 2}])]
-
-    async def main():
-        first = await scorer.ascore(env, scenario, INITIAL, FINAL, steps)
-        again = await scorer.ascore(env, scenario, INITIAL, FINAL, steps)
-        other = await scorer.ascore(env, scenario, INITIAL, {"count": 3}, steps)
-        return first, again, other
-
-    first, again, other = asyncio.run(main())
-    assert first.reward == again.reward and first.reward.final == 1.0 and first.reward.progress == [1.0]
-    assert sandbox.hops == 2 and sandbox.runs == [2, 3]  # the repeat went nowhere: no thread, no run
-    assert other.reward.final == 0.5
