@@ -20,8 +20,8 @@ closes its copies. A template never holds the parent's pipes while environment c
 
 While the template loads the module its ``RLIMIT_NPROC`` soft limit is 0 (no process, no thread),
 its hard limit ``TEMPLATES_PER_HOST + 2`` (the templates and one session) under the worker's own uid (when started as root); the
-audit hook lets only the runtime's fork loop (:func:`_fork_sessions`, on the stack) fork or raise
-that soft limit. After the load the host checks that the template has one thread and no child,
+audit hook lets only the runtime's fork loop (:func:`_fork_sessions`, on the stack) raise that soft
+limit (its fork is a bare ``fork(2)``, no audit event: the kernel's limit is what stops the module). After the load the host checks that the template has one thread and no child,
 and the template blocks every signal and freezes the garbage collector, so none of the
 environment's code runs in it any more. It forks its sessions with a bare ``fork(2)``
 (:func:`._guard.bare_fork`): no ``os.register_at_fork`` handler runs, so a handler the module
