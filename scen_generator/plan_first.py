@@ -64,8 +64,13 @@ def minimal_plan(calls: list[ToolCall], replay: Callable[[list[ToolCall]], Repla
     Single steps are tried first, then pairs (a create undone by a delete). A redundant step would
     let a mutant of it score 1.0, since the checkers only look at what the whole plan changed.
     """
-    target = state_hash(replay(calls).final_state)
-    kept = list(calls)
+    return _minimal_replayed(calls, replay)[0]
+
+
+def _minimal_replayed(calls: list[ToolCall], replay: Callable[[list[ToolCall]], Replay]) -> tuple[list[ToolCall], Replay]:
+    """:func:`minimal_plan`, with the replay of the calls it keeps (no need to replay them again)."""
+    kept, kept_replay = list(calls), replay(calls)
+    target = state_hash(kept_replay.final_state)
     for size in (1, 2):
         changed = True
         while changed and len(kept) > size:
@@ -74,9 +79,9 @@ def minimal_plan(calls: list[ToolCall], replay: Callable[[list[ToolCall]], Repla
                 shorter = [c for i, c in enumerate(kept) if i not in drop]
                 trial = replay(shorter)
                 if not trial.errors and state_hash(trial.final_state) == target:
-                    kept, changed = shorter, True
+                    kept, kept_replay, changed = shorter, trial, True
                     break
-    return kept
+    return kept, kept_replay
 
 
 async def generate_plan(client: LLMClient, sandbox: Sandbox, env: EnvSpec, state: dict, tools: list[dict],
@@ -110,16 +115,16 @@ async def generate_plan(client: LLMClient, sandbox: Sandbox, env: EnvSpec, state
         undone = bool(kept) and state_hash(replay.final_state) == state_hash(replay.initial_state)
         shortfall: list[Lookup] | str = ""
         if kept and not undone:
-            plan, shortfall, kept = await _qualify(sandbox, env, state, kept, tools, cfg)
-            if plan is not None:
-                return plan, shortfall, problems
+            kept, shortfall = await _qualify(sandbox, env, state, kept, tools, cfg)
+            if isinstance(shortfall, list):
+                return kept, shortfall, problems
             if cfg.plan_merge_samples:
                 merged = salvaged + [c for c in kept if c not in salvaged]
                 if len(merged) > len(kept):
-                    plan, lookups, merged = await _qualify(sandbox, env, state, merged, tools, cfg)
-                    if plan is not None:
+                    merged, lookups = await _qualify(sandbox, env, state, merged, tools, cfg)
+                    if isinstance(lookups, list):
                         problems.append(f"attempt {attempt + 1}: merged with the successful calls of earlier samples")
-                        return plan, lookups, problems
+                        return merged, lookups, problems
                 salvaged = merged
         feedback = plan_feedback(calls, replay)
         if undone:
@@ -135,17 +140,13 @@ async def generate_plan(client: LLMClient, sandbox: Sandbox, env: EnvSpec, state
 
 
 async def _qualify(sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[ToolCall], tools: list[dict],
-                   cfg: ScenGeneratorConfig) -> tuple[Optional[list[ToolCall]], list[Lookup] | str, list[ToolCall]]:
-    """``calls`` without redundant steps (:func:`minimal_plan`), as (plan, its lookups, the calls)
-    when they make a rich enough plan, else (None, what they lack or "", the calls)."""
-    kept = await sandbox.in_thread(minimal_plan, calls, lambda c: sandbox.replay(env, state, c))
-    if len(kept) < cfg.plan_min_calls:
-        return None, "", kept
-    again = await sandbox.areplay(env, state, kept)
-    if again.errors or len(again.changing_steps) < cfg.plan_min_calls:
-        return None, "", kept
-    shortfall = await sandbox.in_thread(_plan_shortfall, sandbox, env, state, kept, tools, again, cfg)
-    return (kept, shortfall, kept) if isinstance(shortfall, list) else (None, shortfall, kept)
+                   cfg: ScenGeneratorConfig) -> tuple[list[ToolCall], list[Lookup] | str]:
+    """``calls`` without redundant steps (:func:`minimal_plan`), with their lookups when they make a
+    rich enough plan, else with what they lack ("" when too few calls are left or succeed)."""
+    kept, replay = await sandbox.in_thread(_minimal_replayed, calls, lambda c: sandbox.replay(env, state, c))
+    if len(kept) < cfg.plan_min_calls or replay.errors or len(replay.changing_steps) < cfg.plan_min_calls:
+        return kept, ""
+    return kept, await sandbox.in_thread(_plan_shortfall, sandbox, env, state, kept, tools, replay, cfg)
 
 
 def _plan_shortfall(sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[ToolCall], tools: list[dict],
