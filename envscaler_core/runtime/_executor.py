@@ -103,7 +103,9 @@ def takes_config(cls: type) -> bool:
 def construct(cls: type, init_config: Any, with_config: Optional[bool] = None) -> Any:
     """``cls(init_config)`` when the signature accepts it, else ``cls()`` (``with_config``: that
     answer, known already)."""
-    return cls(init_config) if (takes_config(cls) if with_config is None else with_config) else cls()
+    if with_config is None:
+        with_config = takes_config(cls)
+    return cls(init_config) if with_config else cls()
 
 
 def snapshot_of(instance: Any) -> dict:

@@ -169,9 +169,7 @@ def canonical_json(obj: Any) -> str:
     Returns:
         The canonical JSON string.
     """
-    return json.dumps(
-        to_jsonable(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
+    return _canonical(to_jsonable(obj))
 
 
 def state_hash(state: Any) -> str:
@@ -193,6 +191,7 @@ def hash_jsonable(value: Any) -> str:
 
 
 def _canonical(value: Any) -> str:
+    """The canonical text of plain JSON data (what :func:`canonical_json` and the hashes use)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 

@@ -1,7 +1,8 @@
 """The garbage-collector settings of a long run."""
-import gc
 import subprocess
 import sys
+
+import pytest
 
 
 def test_a_long_run_freezes_the_start_up_objects_once_and_collects_the_young_less_often():
@@ -13,12 +14,14 @@ def test_a_long_run_freezes_the_start_up_objects_once_and_collects_the_young_les
     assert out == ["0", "True", "True", "True"]
 
 
-def test_the_stage_runner_and_the_rollout_loop_settle_the_heap():
-    import inspect
-
-    from envscaler_core import runner
-    from envscaler_core.rollout import engine
-
-    assert "settle_for_long_run()" in inspect.getsource(runner.process_items)
-    assert "settle_for_long_run()" in inspect.getsource(engine.run_episodes)
-    assert gc.isenabled()
+@pytest.mark.parametrize("entry", [
+    "from envscaler_core.rollout import run_episodes; asyncio.run(run_episodes(None, [], 1))",
+    "from envscaler_core.config import StageConfig; from envscaler_core.artifacts import SourceTask; "
+    "from envscaler_core.runner import StageContext, process_items; "
+    "ctx = StageContext('s', StageConfig(out=sys.argv[1])); "
+    "asyncio.run(process_items(ctx, [], None, ctx.store('tasks', SourceTask)))",
+])
+def test_the_stage_runner_and_the_rollout_loop_settle_the_heap(entry, tmp_path):
+    code = f"import asyncio, gc, sys; {entry}; print(gc.get_freeze_count() > 1000, gc.isenabled())"
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True"]
