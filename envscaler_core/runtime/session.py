@@ -130,11 +130,11 @@ class EnvSession:
             _raise_load(resp)
         self._worker, self._parked = worker, False
         self._state, self._hash = resp["state"], resp["state_hash"]
-        if self._tools_known:
-            return
+        if self._tools_known:  # given by the caller, or heard at the first open: a reopen neither
+            return             # asks for them nor logs their warnings again
         self.tools, self.warnings = resp["tools"], resp.get("warnings", [])
-        self._tools_known = True  # a reopened session (a fresh worker) need not hear them again
-        for warning in self.warnings if not fresh_worker else ():  # ... nor say them again
+        self._tools_known = True
+        for warning in self.warnings:
             log.warning("tool schema: %s", warning)
 
     def _recover(self) -> Optional[str]:
