@@ -13,6 +13,10 @@ match). Each (latency, concurrency) setting runs as a fresh command (``--setting
   and checker processes) in the steady window; ``cpu_total_ms``: the same over the whole command,
   start-up included (every descendant reaped: the command adopts orphans); ``server_ms``: the scripted server's CPU per episode
   (accounted apart: a real endpoint is not on this machine);
+* ``faults`` / ``faults_total``: minor page faults per episode of the whole tree (steady window /
+  whole command) and ``switches_total``: its context switches per episode. These count work
+  rather than time, so they barely move with the VM's speed: compare them first when a change
+  is meant to save CPU (mostly copy-on-write faults of forked sessions, ~4-5 us each here);
 * ``rewards``: a digest of every episode's reward (identical before/after a speed change).
 
 Run:  .venv/bin/python bench/bench_rollout.py [--latencies 0 0.1] [--concurrency 1 8 64] [--episodes N]
@@ -68,32 +72,34 @@ def server_process(latency: float):
         proc.wait(timeout=10)
 
 
-def _stat(pid: int) -> tuple[int, float]:
-    """(parent pid, own + reaped children's CPU seconds) of a live process."""
+def _stat(pid: int) -> tuple[int, float, int]:
+    """(parent pid, CPU seconds, minor page faults) of a live process, its reaped children included."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[1]), sum(int(x) for x in fields[11:15]) / TICK
+    return int(fields[1]), sum(int(x) for x in fields[11:15]) / TICK, int(fields[7]) + int(fields[8])
 
 
-def tree_cpu() -> float:
-    """CPU seconds of this process, its reaped descendants and every live descendant."""
+def tree_usage() -> tuple[float, int]:
+    """(CPU seconds, minor page faults) of this process, its reaped descendants and every live
+    descendant."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
-    total = own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
-    children: dict[int, list[tuple[int, float]]] = {}
+    cpu = own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
+    faults = own.ru_minflt + reaped.ru_minflt
+    children: dict[int, list[tuple[int, float, int]]] = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
-                ppid, cpu = _stat(int(name))
+                ppid, pcpu, pfaults = _stat(int(name))
             except (OSError, IndexError, ValueError):
                 continue
-            children.setdefault(ppid, []).append((int(name), cpu))
+            children.setdefault(ppid, []).append((int(name), pcpu, pfaults))
     stack = [os.getpid()]
     while stack:
-        for pid, cpu in children.get(stack.pop(), []):
-            total += cpu
+        for pid, pcpu, pfaults in children.get(stack.pop(), []):
+            cpu, faults = cpu + pcpu, faults + pfaults
             stack.append(pid)
-    return total
+    return cpu, faults
 
 
 def adopt_orphans() -> None:
@@ -150,7 +156,7 @@ async def run_setting(cfg: dict) -> dict:
     def on_done(_trajectory) -> None:
         stamps.append(time.time())
         if len(stamps) in marks:
-            marks[len(stamps)] = (time.time(), tree_cpu())
+            marks[len(stamps)] = (time.time(), *tree_usage())
 
     with Sandbox(concurrency) as sandbox:
         client = LLMClient(LLMConfig(base_url=cfg["base_url"], api_key="sk-bench", model="scripted",
@@ -162,10 +168,11 @@ async def run_setting(cfg: dict) -> dict:
         done = await run_episodes(engine, tasks, concurrency, on_done=on_done,
                                   on_error=lambda task, exc: failures.append(f"{task.id}: {type(exc).__name__}: {exc}"))
     reap_all()
-    (k1, (t1, c1)), (k2, (t2, c2)) = sorted(marks.items())
+    (k1, (t1, c1, f1)), (k2, (t2, c2, f2)) = sorted(marks.items())
     return {"episodes": len(done), "ok": sum(t.reward.final == 1.0 for t in done),
             "first_s": round(stamps[0] - cfg["t0"], 3), "wall_s": round(stamps[-1] - cfg["t0"], 3),
             "eps": round((k2 - k1) / (t2 - t1), 2), "cpu_ms": round(1000 * (c2 - c1) / (k2 - k1), 2),
+            "faults": round((f2 - f1) / (k2 - k1)),
             "rewards": reward_digest(done), "median_s": median_timings(done),
             "failed": len(failures), "first_failure": failures[0][:500] if failures else None}
 
@@ -184,6 +191,8 @@ def one_setting(latency: float, concurrency: int, episodes: int, server, base_ur
     return {"latency_ms": round(latency * 1000), "concurrency": concurrency, **row,
             "ideal": round(ideal, 2) if ideal else None, "ratio": round(row["eps"] / ideal, 3) if ideal else None,
             "cpu_total_ms": round(1000 * total / row["episodes"], 2),
+            "faults_total": round((after.ru_minflt - before.ru_minflt) / row["episodes"]),
+            "switches_total": round((after.ru_nvcsw + after.ru_nivcsw - before.ru_nvcsw - before.ru_nivcsw) / row["episodes"]),
             "server_ms": round(1000 * (server_after - server_before) / row["episodes"], 2)}
 
 
@@ -216,9 +225,9 @@ def main() -> None:
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     header = ["latency ms", "conc", "episodes", "first ep s", "episodes/s", "ideal", "ratio", "CPU ms/ep",
-              "CPU ms/ep total", "server ms/ep", "rewards"]
+              "CPU ms/ep total", "faults/ep", "switches/ep total", "server ms/ep", "rewards"]
     table = [[r["latency_ms"], r["concurrency"], f"{r['ok']}/{r['episodes']}", r["first_s"], r["eps"],
-              r["ideal"] or "-", r["ratio"] or "-", r["cpu_ms"], r["cpu_total_ms"], r["server_ms"], r["rewards"]]
+              r["ideal"] or "-", r["ratio"] or "-", r["cpu_ms"], r["cpu_total_ms"], r["faults"], r["switches_total"], r["server_ms"], r["rewards"]]
              for r in rows]
     print(format_table(f"rollout benchmark ({TURNS} LLM calls, 3 tool calls, 5 checkers per episode; "
                        f"load {load:.1f} -> {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs)", table, header))
