@@ -60,9 +60,11 @@ class SandboxLimits(BaseModel):
             that executed the module and built the tool models once (``False``: every session
             executes the module itself, as a cold start).
         nice: The sandbox's processes (hosts, templates, sessions) run this much nicer than the
-            parent, under ``SCHED_BATCH`` (no preemption on wake-up), so generated code never
-            takes a core from the process driving the episodes or from a model server on the same
-            machine (0: the parent's priority and policy).
+            parent, under ``SCHED_BATCH``: a woken sandbox process never preempts the process
+            driving the episodes or a model server on the same machine (0: the parent's priority
+            and policy). Where Linux schedules by session (autogroup,
+            ``kernel.sched_autogroup_enabled=1``), each host leads a session of its own, so the
+            nice value only orders the processes of one host (see docs/security.md).
     """
 
     call_timeout_s: float = 5.0
