@@ -13,7 +13,8 @@ Used by rollouts (``rollout.rewards.ChecklistReward``), the scenario proof, the 
   per (checker sources, initial hash, state hash): samples of a scenario that pass through the
   same states (the initial one at least) are checked once.
 * ``state_match``: final state hash == hash after replaying the scenario's reference solution
-  on a fresh instance (None without a reference solution; replayed once per scenario).
+  on a fresh instance (None without a reference solution; replayed once per scenario, in the
+  background as the scenario's first episode starts when the caller says so: :meth:`Scorer.prepare`).
 * ``premature_stop`` flag: the user stopped while the last state-changing call of the reference
   solution (or, without one, any state-changing call) is missing from the episode.
 
@@ -95,6 +96,7 @@ class Scorer:
         self._pending: dict[tuple[str, str, str], Future] = {}
         self._lock = threading.Lock()
         self._reference_locks: dict[str, threading.Lock] = collections.defaultdict(threading.Lock)
+        self._preparing: dict[str, Future] = {}
 
     def __reduce__(self):
         # Pickled with a stage's work (a Ray worker): the sandbox travels as a reference, caches start empty.
@@ -163,11 +165,28 @@ class Scorer:
         return progress
 
     # ------------------------------------------------------------------ reference
+    def prepare(self, env: EnvSpec, scenario: Scenario) -> Optional[Future]:
+        """Starts replaying ``scenario``'s reference solution on the sandbox's waiting threads and
+        returns at once (the replay's future; None when there is nothing to replay). Once per
+        scenario: later calls return the same future. An episode's first score then does not
+        wait for the replay behind its checkers (it ran while the episode did)."""
+        if not scenario.reference_solution:
+            return None
+        key = _reference_key(env, scenario)
+        with self._lock:
+            future = self._preparing.get(key)
+            if future is None:
+                try:
+                    future = self._preparing[key] = self.sandbox.in_background(self.reference, env, scenario)
+                except RuntimeError:  # the sandbox is closing: the score replays it, or reports why not
+                    return None
+        return future
+
     def reference(self, env: EnvSpec, scenario: Scenario) -> Optional[ReferenceReplay]:
         """The replayed reference solution of ``scenario`` (once per scenario, shared)."""
         if not scenario.reference_solution:
             return None
-        key = content_id("ref", scenario.id, env.env_class_code)
+        key = _reference_key(env, scenario)
         with self._lock:
             lock = self._reference_locks[key]
         with lock:
@@ -214,3 +233,7 @@ class Scorer:
     async def achecks(self, checklist: Sequence[ChecklistItem], final: dict, initial: dict) -> list[CheckOutcome]:
         """Async :meth:`checks`."""
         return await self.sandbox.in_thread(self.checks, checklist, final, initial)
+
+
+def _reference_key(env: EnvSpec, scenario: Scenario) -> str:
+    return content_id("ref", scenario.id, env.env_class_code)

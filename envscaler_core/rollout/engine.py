@@ -77,6 +77,9 @@ class RolloutEngine:
                 not model behaviour: the caller records a failure and may retry).
         """
         started = time.perf_counter()
+        prepare = getattr(self.reward_hook, "prepare", None)
+        if prepare is not None:
+            prepare(task)
         env = await getattr(self.env_factory, "open_behind", self.env_factory.open)(task)
         opened = time.perf_counter()
         try:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from envscaler_core.rollout.tasks import ScenarioPayload
-from envscaler_core.rollout.types import EpisodeOutcome, RewardResult
+from envscaler_core.rollout.types import EpisodeOutcome, EpisodeTask, RewardResult
 from envscaler_core.scoring import Scorer
 
 
@@ -16,6 +16,11 @@ class ChecklistReward:
 
     def __init__(self, scorer: Scorer, progress: bool = True) -> None:
         self.scorer, self.progress = scorer, progress
+
+    def prepare(self, task: EpisodeTask) -> None:
+        """As an episode starts: the scenario's reference replay begins in the background."""
+        payload: ScenarioPayload = task.payload
+        self.scorer.prepare(payload.env, payload.scenario)
 
     async def __call__(self, outcome: EpisodeOutcome) -> RewardResult:
         payload: ScenarioPayload = outcome.task.payload

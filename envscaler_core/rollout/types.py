@@ -121,6 +121,10 @@ class RewardResult:
 
 
 class RewardHook(Protocol):
-    """Scores a finished episode."""
+    """Scores a finished episode.
+
+    A hook may also have ``prepare(task) -> None``: the engine calls it as each episode starts,
+    so that work the score will need and that does not depend on the episode (a reference
+    replay) runs while the episode does. It must return at once."""
 
     async def __call__(self, outcome: EpisodeOutcome) -> RewardResult: ...

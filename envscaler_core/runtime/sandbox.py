@@ -23,7 +23,7 @@ import asyncio
 import atexit
 import functools
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -253,6 +253,11 @@ class Sandbox:
         return run_checkers(self._oneshots, funcs, final, initial, timeout_s)
 
     # ------------------------------------------------------------------ async
+    def in_background(self, fn: Callable[..., Any], *args: Any) -> "Future[Any]":
+        """Runs a blocking function that may wait for a worker on the waiting threads; returns
+        its future at once (for work started ahead of need, e.g. a scenario's reference replay)."""
+        return self._waits.submit(fn, *args)
+
     async def in_thread(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Runs a blocking function that may wait for a worker (never on the session-call threads)."""
         return await asyncio.get_running_loop().run_in_executor(self._waits, functools.partial(fn, *args, **kwargs))

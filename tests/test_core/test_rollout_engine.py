@@ -269,3 +269,38 @@ def test_the_first_model_call_does_not_wait_for_the_environment_to_open(scripted
             loop.close()
     assert order == ["model asked", "env open"]
     assert t.reward.final == 1.0 and t.reward.progress == [0.0, 1.0]  # the initial state is the one before the first call
+
+
+def test_the_reference_replay_starts_with_the_episode(scripted):
+    """The scenario's reference replay runs while the episode does (the reward hook's ``prepare``),
+    not after it, behind the episode's checkers."""
+    import threading
+
+    from envscaler_core.llm import LLMClient
+    from envscaler_core.rollout import ChecklistReward, RolloutEngine, ScenarioEnvs
+    from envscaler_core.runtime import Sandbox
+    from envscaler_core.scoring import Scorer
+
+    started = threading.Event()
+
+    class Spy(Scorer):
+        def _replay_reference(self, env, scenario):
+            started.set()
+            return super()._replay_reference(env, scenario)
+
+    answer = planned(CHECKOUT_PLAN)
+    seen_before_first_answer = []
+
+    def policy(request):
+        if not seen_before_first_answer:
+            seen_before_first_answer.append(started.wait(timeout=5))
+        return answer(request)
+
+    scripted.policy = policy
+    task = episode_tasks([CHECKOUT], ENVS, 1)[0]
+    with Sandbox(2) as sandbox:
+        engine = RolloutEngine(ScenarioEnvs(sandbox), LLMClient(scripted.config()), RolloutSettings(),
+                               reward_hook=ChecklistReward(Spy(sandbox)))
+        t = asyncio.run(engine.run_episode(task))
+    assert seen_before_first_answer == [True]  # before: False (the replay waited for the score)
+    assert t.reward.state_match is True and t.reward.final == 1.0

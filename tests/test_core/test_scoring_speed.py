@@ -65,3 +65,36 @@ def test_progress_is_unchanged_and_hashes_states_once():
     shares = scorer.progress(CHECKLIST, initial, steps)
     assert shares == [0.0, 1.0, 1.0] and initial == {"count": 1}
     assert scorer.progress(CHECKLIST, initial, steps, {state_hash(FINAL): 1.0}) == shares
+
+
+def test_prepare_replays_a_scenario_reference_once_and_the_score_reuses_it():
+    from concurrent.futures import ThreadPoolExecutor as Threads
+
+    from envscaler_core.artifacts import EnvSpec, Scenario, ToolCall
+    from envscaler_core.runtime import Replay
+
+    class ReplayingSandbox(CountingSandbox):
+        def __init__(self) -> None:
+            super().__init__(delay=0)
+            self.replays, self.threads = 0, Threads(2)
+
+        def in_background(self, fn, *args):
+            return self.threads.submit(fn, *args)
+
+        def replay(self, env, state, calls):
+            self.replays += 1
+            time.sleep(0.1)
+            return Replay(initial_state=state, final_state=FINAL, final_hash=state_hash(FINAL))
+
+    env = EnvSpec(id="e", env_class_name="C", env_class_code="class C: pass", status="accepted")
+    scenario = Scenario(id="s", env_id="e", env_class_name="C", init_config=INITIAL, task="count to 2",
+                        checklist_with_func=CHECKLIST, reference_solution=[ToolCall(name="bump", arguments={})])
+    sandbox = ReplayingSandbox()
+    scorer = Scorer(sandbox)
+    first = scorer.prepare(env, scenario)
+    assert scorer.prepare(env, scenario) is first and not first.done()  # started, and only once
+    assert first.result(timeout=5).state_hash == state_hash(FINAL)
+    assert scorer.score(env, scenario, INITIAL, FINAL).reward.state_match is True
+    assert sandbox.replays == 1
+    no_reference = scenario.model_copy(update={"reference_solution": []})
+    assert scorer.prepare(env, no_reference) is None
