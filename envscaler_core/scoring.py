@@ -152,17 +152,33 @@ class Scorer:
                  known: Optional[dict[str, float]] = None, initial_hash: Optional[str] = None) -> list[float]:
         """The pass share after every step (states rebuilt from the steps' diffs; a state is hashed
         only when a step changed it, and ``initial`` is never modified: ``apply_diff`` copies)."""
-        by_hash = dict(known or {})
         initial_hash = initial_hash or state_hash(initial)
-        state, key, progress = initial, initial_hash, []
-        for step in steps:
-            if step.state_diff:
-                state = apply_diff(state, step.state_diff)
-                key = state_hash(state)
+        return self._shares(checklist, initial, initial_hash, _step_states(initial, initial_hash, steps), known)
+
+    def _shares(self, checklist: Sequence[ChecklistItem], initial: dict, initial_hash: str,
+                states: list[tuple[str, dict]], known: Optional[dict[str, float]]) -> list[float]:
+        by_hash, shares = dict(known or {}), []
+        for key, state in states:
             if key not in by_hash:
                 by_hash[key] = self.share(checklist, state, initial, (initial_hash, key))
-            progress.append(by_hash[key])
-        return progress
+            shares.append(by_hash[key])
+        return shares
+
+    def _check_ahead(self, checklist: Sequence[ChecklistItem], initial: dict, initial_hash: str,
+                     states: list[tuple[str, dict]], skip: str) -> None:
+        """Starts the checks of every distinct state in ``states`` (but ``skip``) whose verdicts are
+        neither cached nor under way, on the sandbox's waiting threads: a scenario's first scores
+        then check their states side by side instead of one after another."""
+        funcs_key = content_id("checks", *(c.check_func for c in checklist))
+        seen = {skip}
+        for key, state in states:
+            if key in seen:
+                continue
+            seen.add(key)
+            with self._lock:
+                known = (funcs_key, initial_hash, key) in self._cache or (funcs_key, initial_hash, key) in self._pending
+            if not known:
+                self.sandbox.in_background(self.checks, checklist, state, initial, (initial_hash, key))
 
     # ------------------------------------------------------------------ reference
     def prepare(self, env: EnvSpec, scenario: Scenario) -> Optional[Future]:
@@ -208,12 +224,14 @@ class Scorer:
               steps: Sequence[StepRecord] = (), termination: str = "", *, progress: bool = True) -> Score:
         """The reward breakdown of an episode of ``scenario`` (see the module docstring)."""
         flags: list[str] = []
+        checklist = scenario.checklist_with_func
         initial_hash, final_hash = state_hash(initial), state_hash(final)
-        checks = self.checks(scenario.checklist_with_func, final, initial, (initial_hash, final_hash))
+        states = _step_states(initial, initial_hash, steps) if progress and checklist else []
+        self._check_ahead(checklist, initial, initial_hash, states, skip=final_hash)
+        checks = self.checks(checklist, final, initial, (initial_hash, final_hash))
         errors = sum(c.status == "error" for c in checks)
         flags += ["checker_error"] * bool(errors) + ["no_checklist"] * (not checks)
-        shares = self.progress(scenario.checklist_with_func, initial, steps, {final_hash: share_true(checks)},
-                               initial_hash) if progress and checks else []
+        shares = self._shares(checklist, initial, initial_hash, states, {final_hash: share_true(checks)}) if states else []
         reference = self.reference(env, scenario)
         state_match = None
         if reference is not None:
@@ -237,3 +255,14 @@ class Scorer:
 
 def _reference_key(env: EnvSpec, scenario: Scenario) -> str:
     return content_id("ref", scenario.id, env.env_class_code)
+
+
+def _step_states(initial: dict, initial_hash: str, steps: Sequence[StepRecord]) -> list[tuple[str, dict]]:
+    """(state hash, state) after every step, rebuilt from the steps' diffs (``initial`` untouched)."""
+    state, key, states = initial, initial_hash, []
+    for step in steps:
+        if step.state_diff:
+            state = apply_diff(state, step.state_diff)
+            key = state_hash(state)
+        states.append((key, state))
+    return states

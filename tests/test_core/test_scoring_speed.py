@@ -98,3 +98,38 @@ def test_prepare_replays_a_scenario_reference_once_and_the_score_reuses_it():
     assert sandbox.replays == 1
     no_reference = scenario.model_copy(update={"reference_solution": []})
     assert scorer.prepare(env, no_reference) is None
+
+
+def test_a_first_score_checks_the_states_it_passed_through_side_by_side():
+    from concurrent.futures import ThreadPoolExecutor as Threads
+
+    from envscaler_core.artifacts import EnvSpec, Scenario
+
+    class ConcurrentSandbox(CountingSandbox):
+        def __init__(self) -> None:
+            super().__init__(delay=0.3)
+            self.threads, self.in_flight, self.most = Threads(4), 0, 0
+
+        def in_background(self, fn, *args):
+            return self.threads.submit(fn, *args)
+
+        def check(self, funcs, final, initial, timeout_s=None):
+            with self.lock:
+                self.in_flight += 1
+                self.most = max(self.most, self.in_flight)
+            try:
+                return super().check(funcs, final, initial, timeout_s)
+            finally:
+                with self.lock:
+                    self.in_flight -= 1
+
+    env = EnvSpec(id="e", env_class_name="C", env_class_code="class C: pass", status="accepted")
+    scenario = Scenario(id="s", env_id="e", env_class_name="C", init_config=INITIAL, task="count to 2",
+                        checklist_with_func=CHECKLIST)
+    steps = [StepRecord(index=0, name="look"), StepRecord(index=1, name="bump", state_diff=[
+        {"op": "replace", "path": "/count", "value": 2}])]
+    sandbox = ConcurrentSandbox()
+    score = Scorer(sandbox).score(env, scenario, INITIAL, FINAL, steps)
+    assert score.reward.final == 1.0 and score.reward.progress == [0.0, 1.0]
+    assert sorted(sandbox.runs) == [1, 2]  # the initial and the final state, each checked once
+    assert sandbox.most == 2  # before: 1 (the initial state was checked after the final one)
