@@ -2,7 +2,8 @@
 
 On a shared VM the speed drifts by 10-20 % within minutes, so two runs made an hour apart (or
 one after the other) cannot tell a 5 % change from noise. This runs ``bench_rollout.py`` for
-revision A, then B, then A again, ... and compares pair by pair:
+revision A, then B, then B, then A, ... (the order alternates, so a drifting VM favours neither)
+and compares pair by pair:
 
 * per metric, the median of each side and in how many pairs B was better;
 * ``faults`` (page faults per episode of the whole process tree) counts work rather than time:
@@ -87,7 +88,10 @@ def main() -> None:
     pairs: list[tuple[dict, dict]] = []
     with checkout(args.a) as folder_a, checkout(args.b) as folder_b:
         for i in range(args.pairs):
-            a, b = one_run(folder_a, args), one_run(folder_b, args)
+            if i % 2:  # B first in every other pair: a VM that speeds up or slows down favours neither side
+                b, a = one_run(folder_b, args), one_run(folder_a, args)
+            else:
+                a, b = one_run(folder_a, args), one_run(folder_b, args)
             pairs.append((a, b))
             print(f"pair {i + 1}: " + "  ".join(f"{k} {a.get(k)} -> {b.get(k)}" for k in METRICS), flush=True)
     digests = {r["rewards"] for pair in pairs for r in pair}
