@@ -44,7 +44,11 @@ class RolloutEngine:
 
     def new_episode(self, task: EpisodeTask, env: ToolEnv, on_event: Optional[EventHook] = None,
                     human_user: bool = False) -> Episode:
-        """An :class:`Episode` over an already open ``env`` (the caller closes it)."""
+        """An :class:`Episode` over an already open ``env`` (the caller closes it). The reward
+        hook's ``prepare`` (if any) starts here, so its work overlaps the episode."""
+        prepare = getattr(self.reward_hook, "prepare", None)
+        if prepare is not None:
+            prepare(task)
         agent = AgentPolicy(self.agent_client, self.settings, env.tools, task.env_introduction)
         user = None
         if self.settings.mode == "user":
@@ -77,9 +81,6 @@ class RolloutEngine:
                 not model behaviour: the caller records a failure and may retry).
         """
         started = time.perf_counter()
-        prepare = getattr(self.reward_hook, "prepare", None)
-        if prepare is not None:
-            prepare(task)
         env = await getattr(self.env_factory, "open_behind", self.env_factory.open)(task)
         opened = time.perf_counter()
         try:

@@ -123,7 +123,8 @@ class RewardResult:
 class RewardHook(Protocol):
     """Scores a finished episode.
 
-    A hook may also have ``prepare(task) -> None``: the engine calls it as each episode starts,
+    A hook may also have ``prepare(task) -> None``: the engine calls it as each episode starts
+    (``RolloutEngine.new_episode``: rollouts, ``rl`` and the play demo),
     so that work the score will need and that does not depend on the episode (a reference
     replay) runs while the episode does. It must return at once."""
 
