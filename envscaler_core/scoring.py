@@ -178,7 +178,10 @@ class Scorer:
             with self._lock:
                 known = (funcs_key, initial_hash, key) in self._cache or (funcs_key, initial_hash, key) in self._pending
             if not known:
-                self.sandbox.in_background(self.checks, checklist, state, initial, (initial_hash, key))
+                try:
+                    self.sandbox.in_background(self.checks, checklist, state, initial, (initial_hash, key))
+                except RuntimeError:  # the sandbox is closing: the score checks each state in turn
+                    return
 
     # ------------------------------------------------------------------ reference
     def prepare(self, env: EnvSpec, scenario: Scenario) -> Optional[Future]:

@@ -133,3 +133,19 @@ def test_a_first_score_checks_the_states_it_passed_through_side_by_side():
     assert score.reward.final == 1.0 and score.reward.progress == [0.0, 1.0]
     assert sorted(sandbox.runs) == [1, 2]  # the initial and the final state, each checked once
     assert sandbox.most == 2  # before: 1 (the initial state was checked after the final one)
+
+
+def test_a_score_on_a_closed_sandbox_still_reports_its_checks():
+    from envscaler_core.artifacts import EnvSpec, Scenario
+    from envscaler_core.runtime import Sandbox
+
+    env = EnvSpec(id="e", env_class_name="C", env_class_code="class C: pass", status="accepted")
+    scenario = Scenario(id="s", env_id="e", env_class_name="C", init_config=INITIAL, task="count to 2",
+                        checklist_with_func=CHECKLIST)
+    steps = [StepRecord(index=0, name="look"),  # the initial state, checked ahead on a live sandbox
+             StepRecord(index=1, name="bump", state_diff=[{"op": "replace", "path": "/count", "value": 2}])]
+    sandbox = Sandbox(1)
+    sandbox.close()
+    score = Scorer(sandbox).score(env, scenario, INITIAL, FINAL, steps)
+    assert [c.status for c in score.reward.checks] == ["error", "error"] and "checker_error" in score.flags
+    assert score.reward.progress == [0.0, 0.0]
