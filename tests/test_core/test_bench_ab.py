@@ -1,17 +1,11 @@
 """bench/ab_rollout.py: which side a metric favours, and the folder form of a revision."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "ab_rollout.py"
+from tests.bench_scripts import bench_module
 
 
 def _ab():
-    spec = importlib.util.spec_from_file_location("ab_rollout", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("ab_rollout")
 
 
 def test_summary_counts_wins_in_the_direction_each_metric_improves():

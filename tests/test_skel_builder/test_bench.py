@@ -1,19 +1,13 @@
 """bench/yield_skel.py against the scripted server: the report's numbers add up."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+from tests.bench_scripts import bench_module
 
 from .library_world import LibraryPolicy
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "yield_skel.py"
-
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("yield_skel", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("yield_skel")
 
 
 def test_yield_report_with_and_without_scaffold(scripted_env, tmp_path):
