@@ -192,7 +192,8 @@ def one_setting(latency: float, concurrency: int, episodes: int, server, base_ur
             "ideal": round(ideal, 2) if ideal else None, "ratio": round(row["eps"] / ideal, 3) if ideal else None,
             "cpu_total_ms": round(1000 * total / row["episodes"], 2),
             "faults_total": round((after.ru_minflt - before.ru_minflt) / row["episodes"]),
-            "switches_total": round((after.ru_nvcsw + after.ru_nivcsw - before.ru_nvcsw - before.ru_nivcsw) / row["episodes"]),
+            "switches_total": round((after.ru_nvcsw + after.ru_nivcsw - before.ru_nvcsw - before.ru_nivcsw)
+                                    / row["episodes"]),
             "server_ms": round(1000 * (server_after - server_before) / row["episodes"], 2)}
 
 
@@ -227,7 +228,8 @@ def main() -> None:
     header = ["latency ms", "conc", "episodes", "first ep s", "episodes/s", "ideal", "ratio", "CPU ms/ep",
               "CPU ms/ep total", "faults/ep", "switches/ep total", "server ms/ep", "rewards"]
     table = [[r["latency_ms"], r["concurrency"], f"{r['ok']}/{r['episodes']}", r["first_s"], r["eps"],
-              r["ideal"] or "-", r["ratio"] or "-", r["cpu_ms"], r["cpu_total_ms"], r["faults"], r["switches_total"], r["server_ms"], r["rewards"]]
+              r["ideal"] or "-", r["ratio"] or "-", r["cpu_ms"], r["cpu_total_ms"], r["faults"], r["switches_total"],
+              r["server_ms"], r["rewards"]]
              for r in rows]
     print(format_table(f"rollout benchmark ({TURNS} LLM calls, 3 tool calls, 5 checkers per episode; "
                        f"load {load:.1f} -> {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs)", table, header))

@@ -112,7 +112,7 @@ class Scorer:
         same states at the same time, and without this they all missed the cache at once."""
         funcs = [c.check_func for c in checklist]
         initial_hash, final_hash = hashes or (state_hash(initial), state_hash(final))
-        key = (content_id("checks", *funcs), initial_hash, final_hash)
+        key = (_checks_id(funcs), initial_hash, final_hash)
         with self._lock:
             if key in self._cache:
                 self._cache.move_to_end(key)
@@ -169,14 +169,14 @@ class Scorer:
         """Starts the checks of every distinct state in ``states`` (but ``skip``) whose verdicts are
         neither cached nor under way, on the sandbox's waiting threads: a scenario's first scores
         then check their states side by side instead of one after another."""
-        funcs_key = content_id("checks", *(c.check_func for c in checklist))
+        checks_id = _checks_id([c.check_func for c in checklist])
         seen = {skip}
         for key, state in states:
             if key in seen:
                 continue
             seen.add(key)
             with self._lock:
-                known = (funcs_key, initial_hash, key) in self._cache or (funcs_key, initial_hash, key) in self._pending
+                known = (checks_id, initial_hash, key) in self._cache or (checks_id, initial_hash, key) in self._pending
             if not known:
                 try:
                     self.sandbox.in_background(self.checks, checklist, state, initial, (initial_hash, key))
@@ -254,6 +254,11 @@ class Scorer:
     async def achecks(self, checklist: Sequence[ChecklistItem], final: dict, initial: dict) -> list[CheckOutcome]:
         """Async :meth:`checks`."""
         return await self.sandbox.in_thread(self.checks, checklist, final, initial)
+
+
+def _checks_id(funcs: list[str]) -> str:
+    """What identifies a checklist's checkers in the verdict cache's keys."""
+    return content_id("checks", *funcs)
 
 
 def _reference_key(env: EnvSpec, scenario: Scenario) -> str:
