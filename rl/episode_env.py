@@ -122,7 +122,7 @@ class EpisodeEnv:
         """
         self.close_episode()
         task = self.tasks.task(seed, task_index)
-        self._env = self._run(self.engine.env_factory.open(task))
+        self._env = self._run(self.engine.open_env(task))
         self.episode = self.engine.new_episode(task, self._env)
         policy = self.episode.agent
         self._run(self.episode.start())

@@ -123,9 +123,9 @@ class RewardResult:
 class RewardHook(Protocol):
     """Scores a finished episode.
 
-    A hook may also have ``prepare(task) -> None``: the engine calls it as each episode starts
-    (``RolloutEngine.new_episode``: rollouts, ``rl`` and the play demo),
-    so that work the score will need and that does not depend on the episode (a reference
-    replay) runs while the episode does. It must return at once."""
+    A hook may also have ``prepare(task) -> None``: the engine calls it before it opens each
+    episode's environment (``RolloutEngine.open_env``: rollouts, ``rl`` and the play demo), so
+    that work the score will need and that does not depend on the episode (a reference replay)
+    runs while the episode does. It must return at once."""
 
     async def __call__(self, outcome: EpisodeOutcome) -> RewardResult: ...

@@ -61,7 +61,7 @@ class PlaySession:
 
     async def start(self) -> None:
         """Opens the environment and writes the first messages (unless a person opens)."""
-        self.env = await self.engine.env_factory.open(self.task)
+        self.env = await self.engine.open_env(self.task)
         self.episode = self.engine.new_episode(self.task, self.env, human_user=self.human_user)
         if not (self.settings.mode == "user" and self.human_user):
             await self.episode.start()

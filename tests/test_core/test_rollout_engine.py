@@ -304,3 +304,43 @@ def test_the_reference_replay_starts_with_the_episode(scripted):
         t = asyncio.run(engine.run_episode(task))
     assert seen_before_first_answer == [True]  # before: False (the replay waited for the score)
     assert t.reward.state_match is True and t.reward.final == 1.0
+
+
+def test_the_reward_hook_prepares_before_the_environment_opens(scripted):
+    """``open_env`` calls the hook's ``prepare`` before the factory opens anything: started after
+    the first episodes' sandbox processes, a reference replay waited behind their start."""
+    from envscaler_core.llm import LLMClient
+    from envscaler_core.rollout import ChecklistReward, RolloutEngine, ScenarioEnvs
+    from envscaler_core.runtime import Sandbox
+    from envscaler_core.scoring import Scorer
+
+    order = []
+
+    class Envs(ScenarioEnvs):
+        async def open(self, task):
+            order.append("open")
+            return await super().open(task)
+
+        async def open_behind(self, task):
+            order.append("open")
+            return await super().open_behind(task)
+
+    class Reward(ChecklistReward):
+        def prepare(self, task):
+            order.append("prepare")
+            super().prepare(task)
+
+    scripted.policy = planned(CHECKOUT_PLAN)
+    task = episode_tasks([CHECKOUT], ENVS, 1)[0]
+    with Sandbox(2) as sandbox:
+        engine = RolloutEngine(Envs(sandbox), LLMClient(scripted.config()), RolloutSettings(),
+                               reward_hook=Reward(Scorer(sandbox)))
+        t = asyncio.run(engine.run_episode(task))
+
+        async def by_hand():
+            env = await engine.open_env(task)
+            await env.close()
+
+        asyncio.run(by_hand())
+    assert order == ["prepare", "open"] * 2  # before: open, then prepare (in new_episode)
+    assert t.reward.state_match is True
