@@ -18,7 +18,7 @@ class ChecklistReward:
         self.scorer, self.progress = scorer, progress
 
     def prepare(self, task: EpisodeTask) -> None:
-        """As an episode starts: the scenario's reference replay begins in the background."""
+        """Before an episode's environment opens: the scenario's reference replay begins in the background."""
         payload: ScenarioPayload = task.payload
         self.scorer.prepare(payload.env, payload.scenario)
 
