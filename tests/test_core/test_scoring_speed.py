@@ -107,7 +107,7 @@ def test_a_first_score_checks_the_states_it_passed_through_side_by_side():
 
     class ConcurrentSandbox(CountingSandbox):
         def __init__(self) -> None:
-            super().__init__(delay=0.3)
+            super().__init__(delay=0.6)  # long enough for the background check to overlap, even on a loaded machine
             self.threads, self.in_flight, self.most = Threads(4), 0, 0
 
         def in_background(self, fn, *args):
