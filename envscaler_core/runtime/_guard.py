@@ -72,7 +72,9 @@ def bare_fork() -> int:
 def yield_cpu(nice: int) -> None:
     """This process (and all it forks) becomes ``nice`` steps nicer and ``SCHED_BATCH``: woken by a
     request, it does not preempt whatever runs on that core (the driver's event loop, a local
-    model server), and it gets less of a contended core. Irreversible without privileges."""
+    model server). The nice value weighs it against processes of its own scheduling group only:
+    under Linux autogroup a host (its own session) is a group apart (see ``SandboxLimits.nice``).
+    Irreversible without privileges."""
     if nice <= 0:
         return
     try:
