@@ -260,7 +260,7 @@ class Sandbox:
 
     async def in_thread(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Runs a blocking function that may wait for a worker (never on the session-call threads)."""
-        return await asyncio.get_running_loop().run_in_executor(self._waits, functools.partial(fn, *args, **kwargs))
+        return await asyncio.wrap_future(self.in_background(functools.partial(fn, *args, **kwargs)))
 
     async def _on_session(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._calls, fn, *args)
