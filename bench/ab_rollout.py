@@ -49,11 +49,12 @@ def checkout(rev: str):
 
 
 def one_run(folder: Path, args: argparse.Namespace) -> dict:
-    cmd = [sys.executable, str(folder / "bench" / "bench_rollout.py"), "--latencies", str(args.latency),
-           "--concurrency", str(args.concurrency), "--out", tempfile.mkdtemp(prefix="envscaler-ab-out-")]
-    if args.episodes:
-        cmd += ["--episodes", str(args.episodes)]
-    out = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
+    with tempfile.TemporaryDirectory(prefix="envscaler-ab-out-") as results:
+        cmd = [sys.executable, str(folder / "bench" / "bench_rollout.py"), "--latencies", str(args.latency),
+               "--concurrency", str(args.concurrency), "--out", results]
+        if args.episodes:
+            cmd += ["--episodes", str(args.episodes)]
+        out = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
     rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
     if out.returncode or not rows:
         raise SystemExit(f"bench_rollout failed in {folder}:\n{out.stderr[-3000:]}")
