@@ -271,9 +271,10 @@ def test_the_first_model_call_does_not_wait_for_the_environment_to_open(scripted
     assert t.reward.final == 1.0 and t.reward.progress == [0.0, 1.0]  # the initial state is the one before the first call
 
 
-def test_the_reference_replay_starts_with_the_episode(scripted):
-    """The scenario's reference replay runs while the episode does (the reward hook's ``prepare``),
-    not after it, behind the episode's checkers."""
+def test_the_reference_replay_starts_before_the_environment_opens(scripted):
+    """``open_env`` calls the reward hook's ``prepare`` before the factory opens anything, so the
+    scenario's reference replay runs while the episode does: not after it, behind the episode's
+    checkers, nor after the first episodes' sandbox processes, behind their start."""
     import threading
 
     from envscaler_core.llm import LLMClient
@@ -281,7 +282,21 @@ def test_the_reference_replay_starts_with_the_episode(scripted):
     from envscaler_core.runtime import Sandbox
     from envscaler_core.scoring import Scorer
 
-    started = threading.Event()
+    order, started = [], threading.Event()
+
+    class Envs(ScenarioEnvs):
+        async def open(self, task):
+            order.append("open")
+            return await super().open(task)
+
+        async def open_behind(self, task):
+            order.append("open")
+            return await super().open_behind(task)
+
+    class Reward(ChecklistReward):
+        def prepare(self, task):
+            order.append("prepare")
+            super().prepare(task)
 
     class Spy(Scorer):
         def _replay_reference(self, env, scenario):
@@ -299,42 +314,8 @@ def test_the_reference_replay_starts_with_the_episode(scripted):
     scripted.policy = policy
     task = episode_tasks([CHECKOUT], ENVS, 1)[0]
     with Sandbox(2) as sandbox:
-        engine = RolloutEngine(ScenarioEnvs(sandbox), LLMClient(scripted.config()), RolloutSettings(),
-                               reward_hook=ChecklistReward(Spy(sandbox)))
-        t = asyncio.run(engine.run_episode(task))
-    assert seen_before_first_answer == [True]  # before: False (the replay waited for the score)
-    assert t.reward.state_match is True and t.reward.final == 1.0
-
-
-def test_the_reward_hook_prepares_before_the_environment_opens(scripted):
-    """``open_env`` calls the hook's ``prepare`` before the factory opens anything: started after
-    the first episodes' sandbox processes, a reference replay waited behind their start."""
-    from envscaler_core.llm import LLMClient
-    from envscaler_core.rollout import ChecklistReward, RolloutEngine, ScenarioEnvs
-    from envscaler_core.runtime import Sandbox
-    from envscaler_core.scoring import Scorer
-
-    order = []
-
-    class Envs(ScenarioEnvs):
-        async def open(self, task):
-            order.append("open")
-            return await super().open(task)
-
-        async def open_behind(self, task):
-            order.append("open")
-            return await super().open_behind(task)
-
-    class Reward(ChecklistReward):
-        def prepare(self, task):
-            order.append("prepare")
-            super().prepare(task)
-
-    scripted.policy = planned(CHECKOUT_PLAN)
-    task = episode_tasks([CHECKOUT], ENVS, 1)[0]
-    with Sandbox(2) as sandbox:
         engine = RolloutEngine(Envs(sandbox), LLMClient(scripted.config()), RolloutSettings(),
-                               reward_hook=Reward(Scorer(sandbox)))
+                               reward_hook=Reward(Spy(sandbox)))
         t = asyncio.run(engine.run_episode(task))
 
         async def by_hand():
@@ -342,5 +323,6 @@ def test_the_reward_hook_prepares_before_the_environment_opens(scripted):
             await env.close()
 
         asyncio.run(by_hand())
-    assert order == ["prepare", "open"] * 2  # before: open, then prepare (in new_episode)
-    assert t.reward.state_match is True
+    assert seen_before_first_answer == [True]  # before a71f910: False (the replay waited for the score)
+    assert order == ["prepare", "open"] * 2  # in 1b9311e: open, then prepare (in new_episode)
+    assert t.reward.state_match is True and t.reward.final == 1.0
