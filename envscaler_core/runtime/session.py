@@ -190,11 +190,27 @@ class EnvSession:
             return _error_obs(etype, f"Tool {tool!r} failed: {exc}"), etype, []
         diff = resp.get("state_diff") or []
         try:
-            apply_diff(self._state, diff, in_place=True)
-        except Exception:  # noqa: BLE001 - resync from the worker
-            self._state = self._request({"op": "snapshot"})["state"]
-        self._hash = resp["state_hash"]
+            apply_diff(self._state, diff, in_place=True)  # all or nothing
+            self._hash = resp["state_hash"]
+        except Exception:  # noqa: BLE001 - the diff does not fit the parent's copy: read the worker's state
+            problem = self._read_back()
+            if problem:
+                return _error_obs("worker_crashed", f"Tool {tool!r} failed: {problem}"), "worker_crashed", []
         return resp["observation"], resp.get("error_type"), diff
+
+    def _read_back(self) -> Optional[str]:
+        """Replaces the parent's copy (still the state before the call) with the worker's state;
+        when the worker cannot give it, reopens the session from that copy and says why."""
+        try:
+            resp = self._request({"op": "snapshot"})  # a dead worker: reopened from the copy
+        except WorkerError as exc:
+            return str(exc)
+        if resp.get("ok"):
+            self._state, self._hash = resp["state"], resp["state_hash"]
+            return None
+        problem = self._recover()
+        restored = "The environment state was restored to before the call." if problem is None else f"Restoring the session failed: {problem}"
+        return f"the sandbox could not read its state back ({resp.get('error')}). {restored}"
 
     def local_snapshot(self) -> Optional[dict]:
         """The current state from the parent's copy, without a round trip, when that copy is

@@ -17,7 +17,7 @@ import math
 import uuid
 from decimal import Decimal
 from pathlib import PurePath
-from typing import Any
+from typing import Any, Callable, Optional
 
 import jsonpatch
 
@@ -272,24 +272,61 @@ def apply_diff(state: Any, diff: list[dict], *, in_place: bool = False) -> Any:
     Args:
         state: The state to patch (already JSON-shaped).
         diff: JSON Patch operations.
-        in_place: Mutate ``state`` instead of returning a patched copy.
+        in_place: Mutate ``state`` (a dict) instead of returning a patched copy: all the ops or,
+            when one does not apply, none (it raises with ``state`` as it was).
 
     Returns:
         The patched state.
     """
     if not diff:
         return state
-    target = state if in_place else json_copy(state)
+    if in_place and isinstance(state, dict):
+        return _apply_whole_or_not(state, diff)
+    return _patched(json_copy(state), diff, lambda: json_copy(state))
+
+
+def _patched(target: Any, diff: list[dict], fresh: Callable[[], Any]) -> Any:
+    """``target`` (a copy the caller owns) with every op applied, or the library's error;
+    ``fresh()``: another such copy, for the library when the fast path stopped half-way."""
     if all(op.get("op") in _FAST_OPS for op in diff):
         try:
             for op in diff:
                 target = _apply_op(target, op)
             return target
         except (KeyError, IndexError, TypeError, ValueError):
-            if in_place:
-                raise
-            target = json_copy(state)  # the library names the problem precisely
+            target = fresh()  # the library names the problem precisely
     return jsonpatch.apply_patch(target, json_copy(diff), in_place=True)
+
+
+def _apply_whole_or_not(state: dict, diff: list[dict]) -> dict:
+    """In place, all or nothing: the ops run on copies of the top-level entries they touch (of
+    the whole state for a root path), which replace the originals once every op has applied."""
+    tops = {_top_key(op.get(key)) for op in diff for key in ("path", "from") if key in op}
+    if None in tops:
+        patched = apply_diff(state, diff)
+        if not isinstance(patched, dict):
+            raise TypeError("a diff applied in place must leave a JSON object")
+        state.clear()
+        state.update(patched)
+        return state
+
+    def work() -> dict:
+        return {**state, **{key: json_copy(state[key]) for key in tops if key in state}}
+
+    patched = _patched(work(), diff, work)
+    for key in tops:
+        if key in patched:
+            state[key] = patched[key]
+        else:
+            state.pop(key, None)
+    return state
+
+
+def _top_key(pointer: Any) -> Optional[str]:
+    """The top-level key a JSON pointer starts at; None for the root or a malformed pointer."""
+    if not isinstance(pointer, str) or not pointer.startswith("/"):
+        return None
+    return _unescape(pointer[1:].split("/", 1)[0])
 
 
 _FAST_OPS = {"add", "remove", "replace"}

@@ -212,3 +212,33 @@ def test_runs_unprivileged_without_network(sandbox_pool):
     if os.geteuid() == 0:
         assert uid != 0
     assert set(ifaces) <= {"lo"}
+
+
+_FORGE_DIFF = """
+executor = sys.modules["envscaler_core.runtime._executor"]
+executor.diff_jsonable = lambda before, after: [{"op": "replace", "path": "/counter", "value": 99},
+                                                {"op": "replace", "path": "/missing/x", "value": 1}]
+{crash}
+self.counter += 10
+return {"success": True}
+"""
+
+
+def test_a_forged_diff_is_replaced_by_the_sessions_own_state(sandbox_pool):
+    session = sandbox_pool.open_session(hostile(_FORGE_DIFF.replace("{crash}", ""), "import sys"), "Hostile")
+    try:
+        assert session.call("ping").ok
+        result = session.call("attack")
+        assert result.ok, result.observation
+        assert session.snapshot() == {"counter": 11}  # what the process holds, not the forged diff's 99
+        assert session.call("ping").observation["data"] == 12
+    finally:
+        session.close()
+
+
+@pytest.mark.parametrize("snapshot, says", [("lambda self: os._exit(3)", "exited with status 3"),
+                                             ("lambda self: 1 / 0", "could not read its state back")])
+def test_a_session_that_forges_a_diff_and_fails_the_read_back_leaves_the_state_before_the_call(sandbox_pool, snapshot, says):
+    crash = f"executor.Executor.snapshot = {snapshot}"
+    result = _attack(sandbox_pool, _FORGE_DIFF.replace("{crash}", crash), imports="import os, sys")
+    _assert_error(result, "worker_crashed", says, "restored to before the call")

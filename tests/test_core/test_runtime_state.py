@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import datetime
 import decimal
@@ -153,7 +154,6 @@ def test_random_diffs_roundtrip():
 def test_apply_diff_fast_path_matches_the_library_copies_values_and_reports_bad_paths():
     """apply_diff applies add/remove/replace itself (the library deep-copied the whole state per
     step: the largest driver cost in the rollout profile); results must stay the library's."""
-    import copy
     import random
 
     import jsonpatch
@@ -248,3 +248,21 @@ def test_the_fast_hash_of_plain_data_equals_the_hash_after_conversion():
         assert got == expected, value
         fast_paths += _plain_canonical(value) is not None
     assert fast_paths > 500  # the fast path was taken often
+
+
+def test_a_diff_applied_in_place_applies_whole_or_not_at_all():
+    state = {"a": {"x": 1}, "b": [1, 2], "c": 3}
+    kept = copy.deepcopy(state)
+    inner = state["a"]
+    bad = [{"op": "replace", "path": "/a/x", "value": 2}, {"op": "add", "path": "/b/-", "value": 3},
+           {"op": "remove", "path": "/c"}, {"op": "replace", "path": "/missing/y", "value": 0}]
+    with pytest.raises(Exception):
+        apply_diff(state, bad, in_place=True)
+    assert state == kept and state["a"] is inner  # nothing of the first three ops was kept
+    assert apply_diff(state, bad[:3], in_place=True) is state
+    assert state == {"a": {"x": 2}, "b": [1, 2, 3]}
+    moved = {"a": 1, "b": {"c": [1]}}
+    assert apply_diff(moved, [{"op": "move", "from": "/a", "path": "/b/c/0"}], in_place=True) == {"b": {"c": [1, 1]}}
+    whole = {"a": 1}
+    assert apply_diff(whole, [{"op": "replace", "path": "", "value": {"z": 2}}], in_place=True) is whole
+    assert whole == {"z": 2}
