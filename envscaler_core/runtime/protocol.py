@@ -91,36 +91,95 @@ class FrameChannel:
         """Writes one frame, honouring ``deadline`` (a monotonic time)."""
         data = memoryview(encode_frame(obj))
         while data:
-            try:
-                data = data[os.write(self.write_fd, data) :]
-            except BlockingIOError:
+            data = self._write_some(data)
+            if data:
                 select.select([], [self.write_fd], [], self._left(deadline))
-            except (BrokenPipeError, OSError) as exc:
-                raise ProtocolError(f"worker pipe closed: {exc}", eof=True) from exc
+
+    async def asend(self, obj: Any, deadline: float) -> None:
+        """:meth:`send` on the running event loop (waits for the pipe there, not in a thread)."""
+        data = memoryview(encode_frame(obj))
+        while data:
+            data = self._write_some(data)
+            if data:
+                await _fd_ready(self.write_fd, True, self._left(deadline))
+
+    def _write_some(self, data: memoryview) -> memoryview:
+        """What is left of ``data`` after one write (all of it when the pipe is full)."""
+        try:
+            return data[os.write(self.write_fd, data) :]
+        except BlockingIOError:
+            return data
+        except (BrokenPipeError, OSError) as exc:
+            raise ProtocolError(f"worker pipe closed: {exc}", eof=True) from exc
 
     def _fill(self, need: int, deadline: Optional[float]) -> None:
         while len(self._buf) < need:
-            try:
-                chunk = os.read(self.read_fd, max(need - len(self._buf), 1 << 16))
-            except BlockingIOError:
+            if not self._read_some(need):
                 ready, _, _ = select.select([self.read_fd], [], [], self._left(deadline))
                 if not ready:
                     self._left(deadline)
-                continue
-            if not chunk:
-                raise ProtocolError("worker closed its pipe", eof=True)
-            self._buf += chunk
+
+    async def _afill(self, need: int, deadline: float) -> None:
+        while len(self._buf) < need:
+            if not self._read_some(need):
+                await _fd_ready(self.read_fd, False, self._left(deadline))
+
+    def _read_some(self, need: int) -> bool:
+        """One read towards ``need`` buffered bytes; False when nothing was there yet."""
+        try:
+            chunk = os.read(self.read_fd, max(need - len(self._buf), 1 << 16))
+        except BlockingIOError:
+            return False
+        if not chunk:
+            raise ProtocolError("worker closed its pipe", eof=True)
+        self._buf += chunk
+        return True
 
     def recv(self, deadline: Optional[float]) -> Any:
         """Reads one frame, raising :class:`ProtocolError` on timeout/EOF/garbage."""
         self._fill(_HEADER.size, deadline)
+        size = self._frame_size()
+        self._fill(_HEADER.size + size, deadline)
+        return self._pop_frame(size)
+
+    async def arecv(self, deadline: float) -> Any:
+        """:meth:`recv` on the running event loop."""
+        await self._afill(_HEADER.size, deadline)
+        size = self._frame_size()
+        await self._afill(_HEADER.size + size, deadline)
+        return self._pop_frame(size)
+
+    def _frame_size(self) -> int:
         (size,) = _HEADER.unpack(self._buf[: _HEADER.size])
         if size > self.max_frame_bytes:
             raise ProtocolError(f"frame of {size} bytes exceeds the {self.max_frame_bytes} limit")
-        self._fill(_HEADER.size + size, deadline)
+        return size
+
+    def _pop_frame(self, size: int) -> Any:
         body = bytes(self._buf[_HEADER.size : _HEADER.size + size])
         del self._buf[: _HEADER.size + size]
         try:
             return json.loads(body)
         except ValueError as exc:
             raise ProtocolError(f"invalid frame from worker: {exc}") from exc
+
+
+async def _fd_ready(fd: int, write: bool, timeout: Optional[float]) -> None:
+    """Waits on the running loop until ``fd`` is readable (writable), at most ``timeout`` seconds."""
+    import asyncio  # here: the sandbox side imports this module and must not load asyncio
+
+    loop = asyncio.get_running_loop()
+    ready = loop.create_future()
+
+    def wake(*_: Any) -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    (loop.add_writer if write else loop.add_reader)(fd, wake)
+    timer = loop.call_later(timeout, wake) if timeout is not None else None
+    try:
+        await ready
+    finally:
+        (loop.remove_writer if write else loop.remove_reader)(fd)
+        if timer is not None:
+            timer.cancel()

@@ -76,7 +76,9 @@ def call_error(result: CallResult) -> str:
 
 class AsyncSession:
     """An open session seen from asyncio (a rollout ``ToolEnv``): ``tools``, ``call``, ``snapshot``,
-    ``restore``, ``close``. Ops run on the sandbox's session threads."""
+    ``restore``, ``close``. A call is answered on the event loop when the session's worker is ready
+    (:meth:`EnvSession.acall`); other ops, and calls that must wait, run on the sandbox's session
+    threads."""
 
     def __init__(self, session: EnvSession, run: Callable[..., Any], wait: Callable[..., Any]) -> None:
         self.session, self._on_session, self._may_wait = session, run, wait
@@ -87,7 +89,7 @@ class AsyncSession:
         return (self._may_wait if self.session.parked else self._on_session)(fn, *args)
 
     async def call(self, name: str, arguments: Any = None) -> CallResult:
-        return await self._run(self.session.call, name, arguments)
+        return await self.session.acall(name, arguments, fallback=self._run)  # on the loop when it can
 
     async def snapshot(self) -> dict[str, Any]:
         local = self.session.local_snapshot()  # usually exact: no thread hop, no round trip

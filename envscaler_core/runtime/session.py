@@ -8,11 +8,12 @@ gets a ``timeout`` / ``worker_crashed`` observation; nothing ever hangs.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import threading
 import time
-from typing import Any, Optional
+from typing import Any, Awaitable, Callable, Optional
 
 from .models import CallResult, EnvLoadError, WorkerError
 from .state import apply_diff, hash_jsonable, json_copy, to_jsonable
@@ -45,6 +46,25 @@ def parse_arguments(arguments: Any) -> tuple[Optional[dict], Optional[dict]]:
         return to_jsonable(arguments), None
     except TypeError as exc:
         return None, _error_obs("invalid_arguments", f"Arguments are not JSON data: {exc}")
+
+
+def _after_recovery(exc: WorkerError, problem: Optional[str]) -> WorkerError:
+    """A failed op's error, saying how the session's recovery went (``problem``: None when it
+    was reopened from the state before the op)."""
+    suffix = " The environment state was restored to before the call." if problem is None else f" Restoring the session failed: {problem}"
+    return WorkerError(f"{exc}.{suffix}", exc.error_type)
+
+
+def _failed_call(tool: str, exc: WorkerError) -> tuple[dict, Optional[str], list]:
+    etype = "timeout" if exc.error_type == "timeout" else "worker_crashed"
+    return _error_obs(etype, f"Tool {tool!r} failed: {exc}"), etype, []
+
+
+def _answered(tool: str, resp: dict, problem: Optional[str]) -> tuple[dict, Optional[str], list]:
+    """(observation, error type, diff) of an answered call; ``problem``: why its state could not be had."""
+    if problem:
+        return _error_obs("worker_crashed", f"Tool {tool!r} failed: {problem}"), "worker_crashed", []
+    return resp["observation"], resp.get("error_type"), resp.get("state_diff") or []
 
 
 def _raise_load(resp: dict) -> None:
@@ -96,7 +116,7 @@ class EnvSession:
         state = to_jsonable(initial_state or {})
         same = init_config is initial_state or (not init_config and not initial_state)
         self._init_config, self._seed = state if same else to_jsonable(init_config or {}), seed
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()  # not re-entrant: an async call holds it on the loop's thread
         self._worker: Any = None
         self._parked = False
         self._state: dict = {}
@@ -146,17 +166,18 @@ class EnvSession:
             return str(exc)
 
     def _request(self, msg: dict) -> dict:
-        if self._worker is None:
+        if self._worker is None or self._worker.dead:  # parked, or killed by a cancelled op
             problem = self._recover()
             if problem:
                 raise WorkerError(f"session could not be restored: {problem}", "worker_crashed")
-        limits = self._pool.limits
         try:
-            return self._worker.request(msg, limits.call_timeout_s + limits.kill_grace_s)
+            return self._worker.request(msg, self._op_timeout())
         except WorkerError as exc:
-            problem = self._recover()
-            suffix = " The environment state was restored to before the call." if problem is None else f" Restoring the session failed: {problem}"
-            raise WorkerError(f"{exc}.{suffix}", exc.error_type) from exc
+            raise _after_recovery(exc, self._recover()) from exc
+
+    def _op_timeout(self) -> float:
+        limits = self._pool.limits
+        return limits.call_timeout_s + limits.kill_grace_s
 
     def call(self, tool: str, arguments: Any = None) -> CallResult:
         """Calls one tool; never raises for bad calls or sandbox failures.
@@ -170,33 +191,65 @@ class EnvSession:
         """
         start = time.perf_counter()
         with self._lock:
-            args, obs = parse_arguments(arguments)
-            if obs is None and tool not in self.tool_names:
-                obs = _error_obs("unknown_tool", f"Unknown tool {tool!r}. Available tools: {self.tool_names}")
-            if obs is None:
-                obs, etype, diff = self._remote_call(tool, args)
-            else:
-                etype, diff = obs["error_type"], []
-            return CallResult(tool=tool, arguments=arguments, observation=obs,
-                              ok=obs.get("success") is True and etype is None, error_type=etype,
-                              state_diff=diff, state_hash=self._hash,
-                              duration_ms=(time.perf_counter() - start) * 1000)
+            args, obs = self._check_call(tool, arguments)
+            answer = self._remote_call(tool, args) if obs is None else (obs, obs["error_type"], [])
+            return self._result(tool, arguments, start, answer)
+
+    async def acall(self, tool: str, arguments: Any = None,
+                    fallback: Optional[Callable[..., Awaitable[CallResult]]] = None) -> CallResult:
+        """:meth:`call` from asyncio. The op is sent and answered on the running event loop (no
+        thread hop) when the session is idle and its worker ready; otherwise, and for a
+        recovery, :meth:`call` or its blocking parts run on a thread (``fallback(fn, *args)``,
+        default ``asyncio.to_thread``)."""
+        run = fallback or asyncio.to_thread
+        worker = self._worker
+        if worker is None or not worker.answers_on_loop or not self._lock.acquire(blocking=False):
+            return await run(self.call, tool, arguments)
+        try:
+            start = time.perf_counter()
+            args, obs = self._check_call(tool, arguments)
+            answer = await self._aremote_call(tool, args, worker, run) if obs is None else (obs, obs["error_type"], [])
+            return self._result(tool, arguments, start, answer)
+        finally:
+            self._lock.release()
+
+    def _check_call(self, tool: str, arguments: Any) -> tuple[Optional[dict], Optional[dict]]:
+        """(arguments, None), or (None, the observation of a call that cannot be sent)."""
+        args, obs = parse_arguments(arguments)
+        if obs is None and tool not in self.tool_names:
+            obs = _error_obs("unknown_tool", f"Unknown tool {tool!r}. Available tools: {self.tool_names}")
+        return args, obs
+
+    def _result(self, tool: str, arguments: Any, start: float, answer: tuple[dict, Optional[str], list]) -> CallResult:
+        obs, etype, diff = answer
+        return CallResult(tool=tool, arguments=arguments, observation=obs,
+                          ok=obs.get("success") is True and etype is None, error_type=etype,
+                          state_diff=diff, state_hash=self._hash,
+                          duration_ms=(time.perf_counter() - start) * 1000)
 
     def _remote_call(self, tool: str, args: dict) -> tuple[dict, Optional[str], list]:
         try:
             resp = self._request({"op": "call", "tool": tool, "arguments": args})
         except WorkerError as exc:
-            etype = "timeout" if exc.error_type == "timeout" else "worker_crashed"
-            return _error_obs(etype, f"Tool {tool!r} failed: {exc}"), etype, []
-        diff = resp.get("state_diff") or []
+            return _failed_call(tool, exc)
+        return _answered(tool, resp, None if self._applied(resp) else self._read_back())
+
+    async def _aremote_call(self, tool: str, args: dict, worker: Any, run: Callable[..., Awaitable[Any]]) -> tuple[dict, Optional[str], list]:
+        """:meth:`_remote_call` with the exchange on the loop; recoveries run through ``run``."""
         try:
-            apply_diff(self._state, diff, in_place=True)  # all or nothing
-            self._hash = resp["state_hash"]
-        except Exception:  # noqa: BLE001 - the diff does not fit the parent's copy: read the worker's state
-            problem = self._read_back()
-            if problem:
-                return _error_obs("worker_crashed", f"Tool {tool!r} failed: {problem}"), "worker_crashed", []
-        return resp["observation"], resp.get("error_type"), diff
+            resp = await worker.arequest({"op": "call", "tool": tool, "arguments": args}, self._op_timeout())
+        except WorkerError as exc:
+            return _failed_call(tool, _after_recovery(exc, await run(self._recover)))
+        return _answered(tool, resp, None if self._applied(resp) else await run(self._read_back))
+
+    def _applied(self, resp: dict) -> bool:
+        """Applies a call's diff to the parent's copy (all or nothing); False when it does not fit."""
+        try:
+            apply_diff(self._state, resp.get("state_diff") or [], in_place=True)
+        except Exception:  # noqa: BLE001 - the copy is still the state before the call
+            return False
+        self._hash = resp["state_hash"]
+        return True
 
     def _read_back(self) -> Optional[str]:
         """Replaces the parent's copy (still the state before the call) with the worker's state;
@@ -300,22 +353,12 @@ class EnvSession:
             self._parked = self._free_worker()
             return self._parked
 
-    async def acall(self, tool: str, arguments: Any = None) -> CallResult:
-        """Async wrapper of :meth:`call`."""
-        import asyncio
-
-        return await asyncio.to_thread(self.call, tool, arguments)
-
     async def asnapshot(self) -> dict:
         """Async wrapper of :meth:`snapshot`."""
-        import asyncio
-
         return await asyncio.to_thread(self.snapshot)
 
     async def aclose(self) -> None:
         """Async wrapper of :meth:`close`."""
-        import asyncio
-
         await asyncio.to_thread(self.close)
 
     def __del__(self) -> None:  # a forgotten session must not pin a worker

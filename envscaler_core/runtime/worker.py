@@ -229,10 +229,40 @@ class Worker:
             self.chan.send(msg, deadline)
             resp = self.chan.recv(deadline)
         except ProtocolError as exc:
+            raise self._failed(exc, timeout) from exc
+        return self._answer(resp)
+
+    @property
+    def answers_on_loop(self) -> bool:
+        """Whether :meth:`arequest` may run now: the host is ready and no posted answer is pending."""
+        return self.ready and not self.dead and self._posted is None
+
+    async def arequest(self, msg: dict, timeout: float) -> dict:
+        """:meth:`request` on the running event loop, without a thread: the frame is written and
+        the answer read as the pipes become ready. Only while :attr:`answers_on_loop`. A
+        cancelled request kills the worker (its answer would come unasked)."""
+        if not self.answers_on_loop:
+            raise WorkerError("worker is not ready for a request on the loop", "worker_crashed")
+        deadline = time.monotonic() + timeout
+        try:
+            await self.chan.asend(msg, deadline)
+            resp = await self.chan.arecv(deadline)
+        except ProtocolError as exc:
+            raise self._failed(exc, timeout) from exc
+        except BaseException:
             self.kill()
-            if exc.timeout:
-                raise WorkerError(f"no answer within {timeout:.1f}s; the sandbox process was killed", "timeout") from exc
-            raise WorkerError(f"sandbox process died: {exc}", "worker_crashed") from exc
+            raise
+        return self._answer(resp)
+
+    def _failed(self, exc: ProtocolError, timeout: float) -> WorkerError:
+        """Kills the worker after a broken exchange; the error to raise."""
+        self.kill()
+        if exc.timeout:
+            return WorkerError(f"no answer within {timeout:.1f}s; the sandbox process was killed", "timeout")
+        return WorkerError(f"sandbox process died: {exc}", "worker_crashed")
+
+    def _answer(self, resp: Any) -> dict:
+        """The response, or the host's crash report raised (the worker killed)."""
         if not isinstance(resp, dict) or resp.get("crashed"):
             self.kill()
             detail = resp.get("error") if isinstance(resp, dict) else repr(resp)[:200]

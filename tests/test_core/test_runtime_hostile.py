@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import uuid
@@ -242,3 +243,53 @@ def test_a_session_that_forges_a_diff_and_fails_the_read_back_leaves_the_state_b
     crash = f"executor.Executor.snapshot = {snapshot}"
     result = _attack(sandbox_pool, _FORGE_DIFF.replace("{crash}", crash), imports="import os, sys")
     _assert_error(result, "worker_crashed", says, "restored to before the call")
+
+
+def _attack_on_loop(pool, body, imports=""):
+    """:func:`_attack` with every call sent and answered on the event loop (``acall``)."""
+    async def main():
+        session = pool.open_session(hostile(body, imports), "Hostile")
+        try:
+            assert (await session.acall("ping")).observation["data"] == 1
+            return await session.acall("attack"), await session.acall("ping")
+        finally:
+            session.close()
+
+    return asyncio.run(main())
+
+
+_SWALLOWS_INTERRUPTS = "n = 0\nwhile True:\n    try:\n        while True:\n            n += 1\n    except BaseException:\n        n = 0"
+
+
+@pytest.mark.parametrize("body, imports, error_type, says", [
+    ("while True:\n    pass", "", "timeout", "did not finish"),
+    (_SWALLOWS_INTERRUPTS, "", "timeout", "killed"),
+    ("os._exit(0)", "import os", "worker_crashed", "exited with status 0"),
+])
+def test_calls_answered_on_the_loop_contain_attacks_like_calls_on_a_thread(sandbox_pool, body, imports, error_type, says):
+    result, after = _attack_on_loop(sandbox_pool, body, imports)
+    _assert_error(result, error_type, says)
+    assert after.ok and after.observation["data"] == 2  # the state before the attack survived
+
+
+def test_a_cancelled_call_on_the_loop_kills_its_process_and_the_next_starts_from_the_state_before(sandbox_pool):
+    body = "time.sleep(0.3)\nself.counter += 5\nreturn {'success': True}"
+
+    async def main():
+        session = sandbox_pool.open_session(hostile(body, "import time"), "Hostile")
+        try:
+            await session.acall("ping")
+            worker = session._worker
+            call = asyncio.ensure_future(session.acall("attack"))
+            await asyncio.sleep(0.1)
+            assert not session.close_nowait()  # the call holds the session: nothing is freed under it
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            assert worker.dead  # its answer would have come unasked
+            return await session.acall("ping")
+        finally:
+            session.close()
+
+    after = asyncio.run(main())
+    assert after.ok and after.observation["data"] == 2

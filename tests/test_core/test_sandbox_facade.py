@@ -80,6 +80,26 @@ def test_async_api(box):
     assert result.ok and checks[0].status == "true" and replay.final_state == replay.initial_state
 
 
+def test_calls_on_an_open_session_are_answered_on_the_loop_and_a_parked_one_reopens_on_a_thread(box, monkeypatch):
+    hops = []
+    submit = box._calls.submit
+    monkeypatch.setattr(box._calls, "submit", lambda *a, **k: hops.append(a[0]) or submit(*a, **k))
+
+    async def go():
+        session = await box.aopen(ENV, STATE)
+        try:
+            first = [await session.call("get_book", {"book_id": "b1"}) for _ in range(3)]
+            assert hops == []  # no session thread for a call
+            assert await session.park_if_contended()  # the pool's only worker: freed
+            reopened = await session.call("add_book", {"book_id": "b9", "title": "T"})
+            return first, reopened, await session.snapshot()
+        finally:
+            await session.close()
+
+    first, reopened, state = asyncio.run(go())
+    assert all(r.ok for r in first) and reopened.ok and "b9" in state["books"]
+
+
 FRAGILE = EnvSpec(id="fragile", env_class_name="Fragile", env_class_code='''
 class Fragile:
     def __init__(self, config=None):
