@@ -9,6 +9,7 @@ model's class name); see :func:`schema_name`.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import threading
@@ -18,9 +19,21 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterable, Optional
 
+import orjson
+
 from envscaler_core.llm.config import LLMConfig
 
 FAULT_KINDS = ("429", "500", "timeout", "malformed", "empty")
+
+
+_IDS = itertools.count()
+_RUN = uuid.uuid4().hex[:6]
+
+
+def _new_id() -> str:
+    """A unique id for a tool call or a completion (no random draw per id: the server is in the
+    benchmarks' CPU budget)."""
+    return f"{_RUN}{next(_IDS):06x}"
 
 
 @dataclass
@@ -50,7 +63,7 @@ class Reply:
         out = []
         for name, args in calls:
             args = args if isinstance(args, str) else json.dumps(args)
-            out.append({"id": f"call_{uuid.uuid4().hex[:10]}", "type": "function",
+            out.append({"id": f"call_{_new_id()}", "type": "function",
                         "function": {"name": name, "arguments": args}})
         return cls(content=content, tool_calls=out)
 
@@ -165,7 +178,7 @@ def _completion_body(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
     if reply.logprobs is not None and request.get("logprobs"):
         choice["logprobs"] = {"content": _logprob_items(reply.logprobs, request.get("top_logprobs") or 0)}
     return {
-        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion",
+        "id": f"chatcmpl-{_new_id()}", "object": "chat.completion",
         "created": int(time.time()), "model": request.get("model", "scripted"),
         "choices": [choice],
         "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
@@ -228,8 +241,8 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:  # noqa: N802
             length = int(self.headers.get("Content-Length", 0))
             try:
-                request = json.loads(self.rfile.read(length) or b"{}")
-            except json.JSONDecodeError:
+                request = orjson.loads(self.rfile.read(length) or b"{}")
+            except orjson.JSONDecodeError:
                 self._send(400, b'{"error": {"message": "bad json"}}')
                 return
             if self.path.rstrip("/").endswith("/embeddings"):
@@ -258,7 +271,7 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             if request.get("stream"):
                 self._stream(body)
             else:
-                self._send(200, json.dumps(body).encode())
+                self._send(200, orjson.dumps(body))
 
         def _fault(self, kind: str) -> None:
             if kind == "429":
