@@ -110,18 +110,24 @@ class Scorer:
         ``hashes``: (initial, final) state hashes when the caller has them. Concurrent calls with
         the same key share one run (one future per key): many samples of a scenario reach the
         same states at the same time, and without this they all missed the cache at once."""
+        return [c.model_copy() for c in self._verdicts(checklist, final, initial, hashes)]
+
+    def _verdicts(self, checklist: Sequence[ChecklistItem], final: dict, initial: dict,
+                  hashes: Optional[tuple[str, str]] = None) -> list[CheckOutcome]:
+        """:meth:`checks` without the copies: the cached outcomes themselves, not to be changed
+        (for callers that only read them)."""
         funcs = [c.check_func for c in checklist]
         initial_hash, final_hash = hashes or (state_hash(initial), state_hash(final))
         key = (_checks_id(funcs), initial_hash, final_hash)
         with self._lock:
             if key in self._cache:
                 self._cache.move_to_end(key)
-                return [c.model_copy() for c in self._cache[key]]
+                return self._cache[key]
             pending, owner = self._pending.get(key), False
             if pending is None:
                 pending, owner = self._pending.setdefault(key, Future()), True
         if not owner:
-            return [c.model_copy() for c in pending.result()]
+            return pending.result()
         try:
             outcomes = self._run_checks(checklist, funcs, final, initial)
             pending.set_result(outcomes)
@@ -135,7 +141,7 @@ class Scorer:
                     self._cache[key] = pending.result()
                     while len(self._cache) > self.cache_size:
                         self._cache.popitem(last=False)
-        return [c.model_copy() for c in outcomes]
+        return outcomes
 
     def _run_checks(self, checklist: Sequence[ChecklistItem], funcs: list[str], final: dict,
                     initial: dict) -> list[CheckOutcome]:
@@ -146,7 +152,7 @@ class Scorer:
     def share(self, checklist: Sequence[ChecklistItem], state: dict, initial: dict,
               hashes: Optional[tuple[str, str]] = None) -> float:
         """The checklist pass share on ``state``."""
-        return share_true(self.checks(checklist, state, initial, hashes))
+        return share_true(self._verdicts(checklist, state, initial, hashes))
 
     def progress(self, checklist: Sequence[ChecklistItem], initial: dict, steps: Sequence[StepRecord],
                  known: Optional[dict[str, float]] = None, initial_hash: Optional[str] = None) -> list[float]:
@@ -179,7 +185,7 @@ class Scorer:
                 known = (checks_id, initial_hash, key) in self._cache or (checks_id, initial_hash, key) in self._pending
             if not known:
                 try:
-                    self.sandbox.in_background(self.checks, checklist, state, initial, (initial_hash, key))
+                    self.sandbox.in_background(self._verdicts, checklist, state, initial, (initial_hash, key))
                 except RuntimeError:  # the sandbox is closing: the score checks each state in turn
                     return
 
