@@ -13,6 +13,8 @@ match). Each (latency, concurrency) setting runs as a fresh command (``--setting
   and checker processes) in the steady window; ``cpu_total_ms``: the same over the whole command,
   start-up included (every descendant reaped: the command adopts orphans); ``server_ms``: the scripted server's CPU per episode
   (accounted apart: a real endpoint is not on this machine);
+* ``cpu_ms_by``: ``cpu_ms`` by depth in the tree: the driver, the host template, the hosts, the
+  environment templates, the sessions (and checker processes) they fork;
 * ``faults`` / ``faults_total``: minor page faults per episode of the whole tree (steady window /
   whole command) and ``switches_total``: its context switches per episode. These count work
   rather than time, so they barely move with the VM's speed: compare them first when a change
@@ -77,34 +79,45 @@ def server_process(latency: float):
         proc.wait(timeout=10)
 
 
-def _stat(pid: int) -> tuple[int, float, int]:
-    """(parent pid, CPU seconds, minor page faults) of a live process, its reaped children included."""
+def _stat(pid: int) -> tuple[int, float, float, int]:
+    """(parent pid, own CPU seconds, CPU seconds of its reaped children, minor page faults of
+    both) of a live process."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[1]), sum(int(x) for x in fields[11:15]) / TICK, int(fields[7]) + int(fields[8])
+    return (int(fields[1]), (int(fields[11]) + int(fields[12])) / TICK, (int(fields[13]) + int(fields[14])) / TICK,
+            int(fields[7]) + int(fields[8]))
 
 
-def tree_usage() -> tuple[float, int]:
+DEPTHS = ("driver", "host template", "hosts", "env templates", "sessions")
+
+
+def tree_usage() -> tuple[float, int, list[float]]:
     """(CPU seconds, minor page faults) of this process, its reaped descendants and every live
-    descendant."""
+    descendant, and the CPU seconds by depth in the tree (:data:`DEPTHS`: a process's own time
+    at its depth, its reaped children's one level down; deeper levels count in the last)."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
+    by_depth = [0.0] * len(DEPTHS)
+    by_depth[0], by_depth[1] = own.ru_utime + own.ru_stime, reaped.ru_utime + reaped.ru_stime
     faults = own.ru_minflt + reaped.ru_minflt
-    children: dict[int, list[tuple[int, float, int]]] = {}
+    children: dict[int, list[tuple[int, float, float, int]]] = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
-                ppid, pcpu, pfaults = _stat(int(name))
+                ppid, pown, preaped, pfaults = _stat(int(name))
             except (OSError, IndexError, ValueError):
                 continue
-            children.setdefault(ppid, []).append((int(name), pcpu, pfaults))
-    stack = [os.getpid()]
+            children.setdefault(ppid, []).append((int(name), pown, preaped, pfaults))
+    last = len(DEPTHS) - 1
+    stack = [(os.getpid(), 0)]
     while stack:
-        for pid, pcpu, pfaults in children.get(stack.pop(), []):
-            cpu, faults = cpu + pcpu, faults + pfaults
-            stack.append(pid)
-    return cpu, faults
+        parent, depth = stack.pop()
+        for pid, pown, preaped, pfaults in children.get(parent, []):
+            by_depth[min(depth + 1, last)] += pown
+            by_depth[min(depth + 2, last)] += preaped
+            faults += pfaults
+            stack.append((pid, depth + 1))
+    return sum(by_depth), faults, by_depth
 
 
 def adopt_orphans() -> None:
@@ -173,11 +186,12 @@ async def run_setting(cfg: dict) -> dict:
         done = await run_episodes(engine, tasks, concurrency, on_done=on_done,
                                   on_error=lambda task, exc: failures.append(f"{task.id}: {type(exc).__name__}: {exc}"))
     reap_all()
-    (k1, (t1, c1, f1)), (k2, (t2, c2, f2)) = sorted(marks.items())
+    (k1, (t1, c1, f1, d1)), (k2, (t2, c2, f2, d2)) = sorted(marks.items())
     return {"episodes": len(done), "ok": sum(t.reward.final == 1.0 for t in done),
             "first_s": round(stamps[0] - cfg["t0"], 3), "wall_s": round(stamps[-1] - cfg["t0"], 3),
             "eps": round((k2 - k1) / (t2 - t1), 2), "cpu_ms": round(1000 * (c2 - c1) / (k2 - k1), 2),
             "faults": round((f2 - f1) / (k2 - k1)),
+            "cpu_ms_by": {name: round(1000 * (b - a) / (k2 - k1), 2) for name, a, b in zip(DEPTHS, d1, d2)},
             "rewards": reward_digest(done), "median_s": median_timings(done),
             "failed": len(failures), "first_failure": failures[0][:500] if failures else None}
 
@@ -238,6 +252,9 @@ def main() -> None:
              for r in rows]
     print(format_table(f"rollout benchmark ({TURNS} LLM calls, 3 tool calls, 5 checkers per episode; "
                        f"load {load:.1f} -> {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs)", table, header))
+    print(format_table("steady CPU ms per episode by process (depth in the command's tree)",
+                       [[r["latency_ms"], r["concurrency"], *r["cpu_ms_by"].values(), r["server_ms"]] for r in rows],
+                       ["latency ms", "conc", *DEPTHS, "server"]))
     (args.out / "results.json").write_text(json.dumps(rows, indent=1))
 
 

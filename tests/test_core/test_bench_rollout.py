@@ -1,0 +1,26 @@
+"""bench_rollout.py's accounting of a process tree's CPU by depth."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.bench_scripts import bench_module
+
+BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4:\n    pass"
+CHILD = f"import subprocess, sys, time\nsubprocess.run([sys.executable, '-c', {BURN!r}])\nprint('done', flush=True)\ntime.sleep(60)"
+
+
+def test_tree_usage_counts_a_reaped_grandchild_one_level_below_its_parent():
+    bench = bench_module("bench_rollout")
+    _, _, before = bench.tree_usage()
+    child = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "done"
+        total, _, after = bench.tree_usage()
+    finally:
+        child.kill()
+        child.wait()
+    grown = [b - a for a, b in zip(before, after)]
+    assert grown[2] >= 0.35  # the grandchild's burn, reaped by the child
+    assert grown[1] < 0.3    # the child itself only started an interpreter and waited
+    assert abs(total - sum(after)) < 1e-9
