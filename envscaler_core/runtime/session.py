@@ -48,11 +48,14 @@ def parse_arguments(arguments: Any) -> tuple[Optional[dict], Optional[dict]]:
         return None, _error_obs("invalid_arguments", f"Arguments are not JSON data: {exc}")
 
 
+def _recovery_note(problem: Optional[str]) -> str:
+    """How a session's recovery went (``problem``: None when it reopened from the state before the op)."""
+    return "The environment state was restored to before the call." if problem is None else f"Restoring the session failed: {problem}"
+
+
 def _after_recovery(exc: WorkerError, problem: Optional[str]) -> WorkerError:
-    """A failed op's error, saying how the session's recovery went (``problem``: None when it
-    was reopened from the state before the op)."""
-    suffix = " The environment state was restored to before the call." if problem is None else f" Restoring the session failed: {problem}"
-    return WorkerError(f"{exc}.{suffix}", exc.error_type)
+    """A failed op's error, saying how the session's recovery went."""
+    return WorkerError(f"{exc}. {_recovery_note(problem)}", exc.error_type)
 
 
 def _failed_call(tool: str, exc: WorkerError) -> tuple[dict, Optional[str], list]:
@@ -191,27 +194,52 @@ class EnvSession:
         """
         start = time.perf_counter()
         with self._lock:
-            args, obs = self._check_call(tool, arguments)
-            answer = self._remote_call(tool, args) if obs is None else (obs, obs["error_type"], [])
-            return self._result(tool, arguments, start, answer)
+            return self._result(tool, arguments, start, self._answer(tool, arguments))
 
     async def acall(self, tool: str, arguments: Any = None,
-                    fallback: Optional[Callable[..., Awaitable[CallResult]]] = None) -> CallResult:
+                    fallback: Optional[Callable[..., Awaitable[Any]]] = None) -> CallResult:
         """:meth:`call` from asyncio. The op is sent and answered on the running event loop (no
-        thread hop) when the session is idle and its worker ready; otherwise, and for a
-        recovery, :meth:`call` or its blocking parts run on a thread (``fallback(fn, *args)``,
-        default ``asyncio.to_thread``)."""
+        thread hop) when the session is idle and its worker ready; anything blocking (waiting for
+        the session, a reopen, a recovery, a read-back) runs on a thread, under the session's
+        lock there (``fallback(fn, *args)``, default ``asyncio.to_thread``), so that a cancelled
+        caller never leaves that work half-done without the lock."""
         run = fallback or asyncio.to_thread
+        start = time.perf_counter()
+        if not self._lock.acquire(blocking=False):
+            answer = await run(self._locked, self._answer, tool, arguments)
+        else:
+            try:
+                answer, follow_up = await self._answer_on_loop(tool, arguments)
+            finally:
+                self._lock.release()
+            if follow_up is not None:
+                answer = await run(self._locked, *follow_up)
+        return self._result(tool, arguments, start, answer)
+
+    def _locked(self, fn: Callable[..., Any], *args: Any) -> Any:
+        with self._lock:
+            return fn(*args)
+
+    def _answer(self, tool: str, arguments: Any) -> tuple[dict, Optional[str], list]:
+        """(observation, error type, diff) of a call, under the lock."""
+        args, obs = self._check_call(tool, arguments)
+        return self._remote_call(tool, args) if obs is None else (obs, obs["error_type"], [])
+
+    async def _answer_on_loop(self, tool: str, arguments: Any) -> tuple[Any, Optional[tuple]]:
+        """(the answer, None), or (None, (fn, *args)): what must finish it on a thread."""
         worker = self._worker
-        if worker is None or not worker.answers_on_loop or not self._lock.acquire(blocking=False):
-            return await run(self.call, tool, arguments)
+        if worker is None or not worker.answers_on_loop:
+            return None, (self._answer, tool, arguments)
+        args, obs = self._check_call(tool, arguments)
+        if obs is not None:
+            return (obs, obs["error_type"], []), None
         try:
-            start = time.perf_counter()
-            args, obs = self._check_call(tool, arguments)
-            answer = await self._aremote_call(tool, args, worker, run) if obs is None else (obs, obs["error_type"], [])
-            return self._result(tool, arguments, start, answer)
-        finally:
-            self._lock.release()
+            resp = await worker.arequest({"op": "call", "tool": tool, "arguments": args}, self._op_timeout())
+        except WorkerError as exc:
+            return None, (self._recovered, tool, exc)
+        if self._applied(resp):
+            return _answered(tool, resp, None), None
+        return None, (self._read_back_answer, tool, resp)
 
     def _check_call(self, tool: str, arguments: Any) -> tuple[Optional[dict], Optional[dict]]:
         """(arguments, None), or (None, the observation of a call that cannot be sent)."""
@@ -234,13 +262,14 @@ class EnvSession:
             return _failed_call(tool, exc)
         return _answered(tool, resp, None if self._applied(resp) else self._read_back())
 
-    async def _aremote_call(self, tool: str, args: dict, worker: Any, run: Callable[..., Awaitable[Any]]) -> tuple[dict, Optional[str], list]:
-        """:meth:`_remote_call` with the exchange on the loop; recoveries run through ``run``."""
-        try:
-            resp = await worker.arequest({"op": "call", "tool": tool, "arguments": args}, self._op_timeout())
-        except WorkerError as exc:
-            return _failed_call(tool, _after_recovery(exc, await run(self._recover)))
-        return _answered(tool, resp, None if self._applied(resp) else await run(self._read_back))
+    def _recovered(self, tool: str, exc: WorkerError) -> tuple[dict, Optional[str], list]:
+        """The answer of a call whose worker failed on the loop: the session reopens from the
+        state before it (unless an op on another thread has done so meanwhile)."""
+        dead = self._worker is None or self._worker.dead
+        return _failed_call(tool, _after_recovery(exc, self._recover() if dead else None))
+
+    def _read_back_answer(self, tool: str, resp: dict) -> tuple[dict, Optional[str], list]:
+        return _answered(tool, resp, self._read_back())
 
     def _applied(self, resp: dict) -> bool:
         """Applies a call's diff to the parent's copy (all or nothing); False when it does not fit."""
@@ -261,9 +290,7 @@ class EnvSession:
         if resp.get("ok"):
             self._state, self._hash = resp["state"], resp["state_hash"]
             return None
-        problem = self._recover()
-        restored = "The environment state was restored to before the call." if problem is None else f"Restoring the session failed: {problem}"
-        return f"the sandbox could not read its state back ({resp.get('error')}). {restored}"
+        return f"the sandbox could not read its state back ({resp.get('error')}). {_recovery_note(self._recover())}"
 
     def local_snapshot(self) -> Optional[dict]:
         """The current state from the parent's copy, without a round trip, when that copy is
