@@ -23,8 +23,8 @@ its hard limit ``TEMPLATES_PER_HOST + 2`` (the templates and one session) under 
 uid (when started as root); the audit hook lets only the runtime's fork loop
 (:func:`_fork_sessions`, on the stack) raise that soft limit (its fork is a bare ``fork(2)``, no
 audit event: the kernel's limit is what stops the module). After the load the host checks that
-the template has one thread and no child, and the template blocks every signal and freezes the garbage collector, so none of the
-environment's code runs in it any more. It forks its sessions with a bare ``fork(2)``
+the template has one thread and no child, and the template blocks every signal and freezes the
+garbage collector, so none of the environment's code runs in it any more. It forks its sessions with a bare ``fork(2)``
 (:func:`._guard.bare_fork`): no ``os.register_at_fork`` handler runs, so a handler the module
 registered cannot run the environment's code in the template at every fork (and the child skips
 CPython's after-fork work). ``random`` is reseeded per session (then seeded by the load's seed, if
