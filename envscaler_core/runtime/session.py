@@ -169,7 +169,7 @@ class EnvSession:
             return str(exc)
 
     def _request(self, msg: dict) -> dict:
-        if self._worker is None or self._worker.dead:  # parked, or killed by a cancelled op
+        if self._needs_reopen:
             problem = self._recover()
             if problem:
                 raise WorkerError(f"session could not be restored: {problem}", "worker_crashed")
@@ -177,6 +177,11 @@ class EnvSession:
             return self._worker.request(msg, self._op_timeout())
         except WorkerError as exc:
             raise _after_recovery(exc, self._recover()) from exc
+
+    @property
+    def _needs_reopen(self) -> bool:
+        """No worker (parked), or a dead one (killed by a cancelled or failed op on the loop)."""
+        return self._worker is None or self._worker.dead
 
     def _op_timeout(self) -> float:
         limits = self._pool.limits
@@ -260,13 +265,12 @@ class EnvSession:
             resp = self._request({"op": "call", "tool": tool, "arguments": args})
         except WorkerError as exc:
             return _failed_call(tool, exc)
-        return _answered(tool, resp, None if self._applied(resp) else self._read_back())
+        return _answered(tool, resp, None) if self._applied(resp) else self._read_back_answer(tool, resp)
 
     def _recovered(self, tool: str, exc: WorkerError) -> tuple[dict, Optional[str], list]:
         """The answer of a call whose worker failed on the loop: the session reopens from the
         state before it (unless an op on another thread has done so meanwhile)."""
-        dead = self._worker is None or self._worker.dead
-        return _failed_call(tool, _after_recovery(exc, self._recover() if dead else None))
+        return _failed_call(tool, _after_recovery(exc, self._recover() if self._needs_reopen else None))
 
     def _read_back_answer(self, tool: str, resp: dict) -> tuple[dict, Optional[str], list]:
         return _answered(tool, resp, self._read_back())
