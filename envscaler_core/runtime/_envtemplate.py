@@ -13,10 +13,11 @@ namespaces) is inherited through ``fork`` and cannot be undone, so the session o
 fork does not carry or what the template must not have: ``RLIMIT_NPROC`` = 0, a parent-death
 signal, a strict audit hook of its own, and its reply channel.
 
-Reply channel: for each session the host draws a fresh key and reply pipe and hands the key, the
-pipe's write end and the request pipe to the template over a unix socket (``SCM_RIGHTS``); the
-template forks, the session signs its replies with that key (:mod:`._reply`) and the template
-closes its copies. A template never holds the parent's pipes while environment code runs in it.
+Reply channel: for each session the host hands the key the parent drew for it, the parent's
+reply pipe and the request pipe to the template over a unix socket (``SCM_RIGHTS``); the
+template forks, the session signs its replies with that key and writes them to the parent
+itself (:mod:`._reply`), and the template closes its copies. A template never holds the
+parent's pipes while environment code runs in it.
 
 While the template loads the module its ``RLIMIT_NPROC`` soft limit is 0 (no process, no thread),
 its hard limit ``TEMPLATES_PER_HOST + 2`` (the templates and one session) under the worker's own
@@ -45,14 +46,13 @@ from typing import Any, Optional
 
 from . import _confine, _guard
 from ._executor import Executor
-from ._reply import Relay
-from ._worker import CLEAN_EXIT, HARDENING_FAILED, PARENT_GONE, _close_other_fds, _quiet, _serve, _signer
+from ._worker import CLEAN_EXIT, HARDENING_FAILED, PARENT_GONE, _close_other_fds, _host_says, _quiet, _serve, _signer
 from .protocol import ProtocolError, read_frame, write_frame
 
 __all__ = ["TEMPLATES_PER_HOST", "Templates", "template_key"]
 
 TEMPLATES_PER_HOST = 2
-_HEAD = struct.Struct(">32sI")  # session key, length of the first request
+_HEAD = struct.Struct(">32sI")  # the session's key, length of its first request
 _STATUS = struct.Struct(">i")  # a session's wait status
 _SIGNALS = set(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
 
@@ -78,7 +78,8 @@ def _exited(code: int) -> int:
 
 
 # ---------------------------------------------------------------------- in the template process
-def _template(sock: socket.socket, first: Optional[dict], cfg: dict, prepared: dict, hard: int, nonce: str) -> None:
+def _template(sock: socket.socket, first: Optional[dict], cfg: dict, prepared: dict, hard: int, nonce: str,
+              host: int) -> None:
     """The template: harden like a session, load the environment once (``first``; None for the
     base template), then fork its sessions."""
     code = 1
@@ -89,6 +90,9 @@ def _template(sock: socket.socket, first: Optional[dict], cfg: dict, prepared: d
         posture = _confine.harden(prepared)
         if posture["problems"] and not cfg["limits"].get("allow_weaker_sandbox"):
             code = HARDENING_FAILED
+            return
+        if not _guard.parent_death_signal(host):  # after harden: a change of uid clears it
+            code = PARENT_GONE  # its sessions reply to the parent itself: none may outlive the host
             return
         _guard.set_rlimits(cfg["limits"], (0, hard))
         _guard.install_audit_hook(os.getcwd(), frozenset({_fork_sessions.__code__, _lower_nproc.__code__}))
@@ -130,7 +134,7 @@ def _fork_sessions(sock: socket.socket, hard: int) -> Optional[tuple[bytes, byte
 
 
 def _next_request(sock: socket.socket) -> Optional[tuple[bytes, bytes, list[int]]]:
-    """(key, first request body, [reply pipe, request pipe]) from the host, or None."""
+    """(key, first request body, [the parent's reply pipe, request pipe]) from the host, or None."""
     try:
         head, fds, _, _ = socket.recv_fds(sock, _HEAD.size, 2)
         head = head + _recv_exact(sock, _HEAD.size - len(head)) if head else b""
@@ -218,25 +222,15 @@ class _Template:
         except (OSError, EOFError):
             return None
 
-    def run(self, body: bytes, in_fd: int, out_fd: int, max_frame: int) -> tuple[Optional[int], str]:
-        """One session from this template; returns (its wait status or None if the template
-        ended, the problem with its replies or "")."""
-        key = os.urandom(32)
-        r, w = os.pipe()
+    def run(self, body: bytes, key: bytes, in_fd: int, out_fd: int) -> Optional[int]:
+        """One session from this template, replying on ``out_fd`` under ``key``; returns its wait
+        status, or None if the template ended."""
         try:
-            socket.send_fds(self.sock, [_HEAD.pack(key, len(body))], [w, in_fd])
+            socket.send_fds(self.sock, [_HEAD.pack(key, len(body))], [out_fd, in_fd])
             self.sock.sendall(body)
         except OSError:
-            os.close(r)
-            return None, ""
-        finally:
-            os.close(w)
-        relay = Relay(r, key, max_frame)
-        forged = not relay.forward(out_fd)
-        os.close(r)
-        if forged:  # the template, our child, not a pid it reported: the session dies with it (parent-death signal)
-            os.kill(self.pid, signal.SIGKILL)
-        return self._status(), relay.problem if forged else ""
+            return None
+        return self._status()
 
 
 class Templates:
@@ -255,34 +249,34 @@ class Templates:
         own_uid = int(prepared.get("uid") or 0) > 0
         self.hard = TEMPLATES_PER_HOST + 2 if own_uid else resource.getrlimit(resource.RLIMIT_NPROC)[1]
 
-    def session(self, key: str, body: bytes, first: dict) -> tuple[int, str]:
+    def session(self, key: str, body: bytes, first: dict, reply_key: bytes) -> int:
         """Serves the session whose first request is ``first`` (raw: ``body``) from the template of
-        ``key``; returns (its wait status, the problem with its replies or "")."""
+        ``key``, replying under ``reply_key``; returns its wait status."""
         tpl = self.live.pop(key, None)
         if tpl is not None and not tpl.alive():  # it ended while idle (e.g. its CPU limit)
             tpl.close()
             tpl = None
         if tpl is None:
-            tpl, status = self._start(None if key == BASE else first)
+            tpl, status = self._start(None if key == BASE else first, reply_key)
             if tpl is None:
-                return status, ""
+                return status
         self.live[key] = tpl  # most recently used last
         envs = [k for k in self.live if k != BASE]  # least recently used first
         for old in envs[:max(0, len(envs) - TEMPLATES_PER_HOST)]:
             self.live.pop(old).close()
-        status, problem = tpl.run(body, self.in_fd, self.out_fd, self.cfg["limits"]["max_frame_bytes"])
+        status = tpl.run(body, reply_key, self.in_fd, self.out_fd)
         if status is None:  # the template ended under the session
             del self.live[key]
             status = tpl.close()
-        return status, problem
+        return status
 
-    def _start(self, first: Optional[dict]) -> tuple[Optional[_Template], int]:
+    def _start(self, first: Optional[dict], reply_key: bytes) -> tuple[Optional[_Template], int]:
         """A loaded template, or (None, wait status) after its load error was answered / it died."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        nonce = os.urandom(16).hex()
+        nonce, host = os.urandom(16).hex(), os.getpid()
         pid = os.fork()
         if pid == 0:
-            _template(theirs, first, self.cfg, self.prepared, self.hard, nonce)
+            _template(theirs, first, self.cfg, self.prepared, self.hard, nonce, host)
         theirs.close()
         tpl = _Template(pid, ours)
         try:
@@ -294,7 +288,7 @@ class Templates:
             problem = tpl.clean()
             if problem is None:
                 return tpl, 0
-        write_frame(self.out_fd, _load_error(reply, problem))
+        _host_says(self.out_fd, reply_key, _load_error(reply, problem))
         tpl.close()
         return None, _exited(CLEAN_EXIT)
 

@@ -1,94 +1,82 @@
-"""The session's reply channel: authenticated frames, relayed by the host.
+"""The reply channel: authenticated frames that the parent checks itself.
 
-A session never holds the pipe to the parent. It writes each reply to a pipe of its own as
-``[4-byte length][32-byte HMAC-SHA256][JSON body]``; the MAC covers a per-session sequence
-number and the body, under a 32-byte key drawn by the host for that session only. The host
-(:mod:`._worker`) checks every frame before it forwards the body to the parent. Bytes that
-generated code writes to any descriptor it can reach therefore never reach the parent: they
-fail the check, the host kills the session and reports a crash, so a stray write is a crash
-and the parent's pipe stays in step for the next request. Checkers and rule predicates cannot
-even reach a descriptor (they run under RestrictedPython, :mod:`._restricted`).
+Each session's replies go straight to the parent's pipe (the host forwards nothing: issue 18,
+one process hop and one wake-up less per reply). Every frame after the host's hello is
+``[4-byte length][1-byte kind][32-byte HMAC-SHA256][JSON body]``. The MAC covers the kind, a
+per-session sequence number and the body, under a 32-byte key that the *parent* draws for each
+session and sends with the session's first request (the host hands it to the session and keeps
+no other). Kinds:
+
+* ``R``: a reply, more to come;
+* ``L``: the session's last reply; the runtime writes it with the garbage collector off and every
+  signal blocked and exits at once, so no code of the environment runs after it (nothing it
+  could write afterwards would be read as the next session's);
+* ``H``: the host's word about the session (a crash, a template that failed to load); it ends
+  the session too, and the host writes it only once the session has exited.
+
+Bytes that generated code writes to a descriptor it can reach fail the check (or the length
+limit); the parent then kills the worker and reports ``worker_crashed``, so a stray write is a
+crash of that session and nothing it wrote is used. A later session's key does not exist while
+an earlier session runs, so no session can write a frame that passes as another's. Checkers and
+rule predicates cannot even reach a descriptor (they run under RestrictedPython,
+:mod:`._restricted`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import struct
-from typing import Optional
 
-__all__ = ["signed_frame", "Relay"]
+__all__ = ["KEY_BYTES", "REPLY", "LAST", "HOST", "ForgedReply", "ReplyCheck", "signed_frame"]
 
 _HEADER = struct.Struct(">I")
 _MAC = 32
+KEY_BYTES = 32
+REPLY, LAST, HOST = b"R", b"L", b"H"
+_KINDS = (REPLY, LAST, HOST)
 
 
-def _mac(key: bytes, seq: int, body: bytes) -> bytes:
-    return hmac.digest(key, seq.to_bytes(8, "big") + body, hashlib.sha256)
+def _mac(key: bytes, kind: bytes, seq: int, body: bytes) -> bytes:
+    return hmac.digest(key, kind + seq.to_bytes(8, "big") + body, hashlib.sha256)
 
 
-def signed_frame(key: bytes, seq: int, body: bytes) -> bytes:
-    """The bytes the session writes for reply number ``seq``."""
-    return _HEADER.pack(_MAC + len(body)) + _mac(key, seq, body) + body
+def signed_frame(key: bytes, kind: bytes, seq: int, body: bytes) -> bytes:
+    """The bytes written for reply number ``seq`` (``HOST`` frames: always 0)."""
+    return _HEADER.pack(1 + _MAC + len(body)) + kind + _mac(key, kind, seq, body) + body
 
 
-class Relay:
-    """Host side of one session's reply pipe.
+class ForgedReply(Exception):
+    """A frame that is not the runtime's (or the host's) reply for this session."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"the sandbox process wrote to its reply channel outside the protocol ({why}); "
+                         "the worker was killed and nothing it wrote was used")
+
+
+class ReplyCheck:
+    """Reader side of one session's replies: checks each frame's MAC in order.
 
     Args:
-        fd: Read end of the session's reply pipe.
         key: The session's key.
-        max_frame_bytes: Larger frames are refused (the session is treated as hostile).
     """
 
-    def __init__(self, fd: int, key: bytes, max_frame_bytes: int) -> None:
-        self.fd, self._key, self.max = fd, key, max_frame_bytes
-        self.seq = 0
-        self.problem = ""
+    def __init__(self, key: bytes) -> None:
+        self._key, self.seq = key, 0
 
-    def _read(self, size: int) -> Optional[bytes]:
-        chunks, left = [], size
-        while left:
-            chunk = os.read(self.fd, min(left, 1 << 20))
-            if not chunk:
-                return None
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+    def open(self, data: bytes) -> tuple[bytes, bool]:
+        """(the JSON body, whether the session has ended) of one frame's data.
 
-    def _refuse(self, why: str) -> None:
-        self.problem = (f"the sandbox process wrote to its reply channel outside the protocol ({why}); "
-                        "it was killed and nothing it wrote was used")
-        return None
-
-    def next_body(self) -> Optional[bytes]:
-        """The next authentic reply body; None at a clean end of stream or on a bad frame
-        (then :attr:`problem` says why)."""
-        head = self._read(_HEADER.size)
-        if head is None:
-            return None
-        (size,) = _HEADER.unpack(head)
-        if size < _MAC or size > self.max:
-            return self._refuse(f"a frame of {size} bytes")
-        data = self._read(size)
-        if data is None:
-            return self._refuse("a truncated frame")
-        if not hmac.compare_digest(data[:_MAC], _mac(self._key, self.seq, data[_MAC:])):
-            return self._refuse("a frame that is not the runtime's reply")
-        self.seq += 1
-        return data[_MAC:]
-
-    def forward(self, out_fd: int) -> bool:
-        """Forwards authentic replies to ``out_fd`` until the session closes its pipe.
-
-        Returns:
-            False when the session wrote anything that is not an authentic reply.
+        Raises:
+            ForgedReply: the frame is not authentic.
         """
-        while True:
-            body = self.next_body()
-            if body is None:
-                return not self.problem
-            data = memoryview(_HEADER.pack(len(body)) + body)
-            while data:
-                data = data[os.write(out_fd, data):]
+        kind = data[:1]
+        if kind not in _KINDS or len(data) < 1 + _MAC:
+            raise ForgedReply(f"a frame of {len(data)} bytes that is not a signed reply")
+        body = data[1 + _MAC:]
+        seq = 0 if kind == HOST else self.seq
+        if not hmac.compare_digest(data[1:1 + _MAC], _mac(self._key, kind, seq, body)):
+            raise ForgedReply("a frame that is not the runtime's reply")
+        if kind != HOST:
+            self.seq += 1
+        return body, kind != REPLY

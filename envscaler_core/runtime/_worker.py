@@ -21,6 +21,7 @@ from typing import Optional
 
 CLEAN_EXIT, PARENT_GONE, HARDENING_FAILED = 86, 87, 88
 ONE_SHOT = {"close", "check", "check_batch"}
+_ALL_SIGNALS = set(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
 
 
 OWN_FOLDER_PREFIXES = ("envscaler-sbx-", "envscaler-tpl-")
@@ -50,18 +51,36 @@ def _wipe(directory: str) -> None:
 
 
 def _signer(fd: int, key: bytes):
-    """``send(obj)``: one reply frame, authenticated for the host (see :mod:`._reply`)."""
-    from ._reply import signed_frame
+    """``send(obj, last=False)``: one authenticated reply frame straight to the parent (see
+    :mod:`._reply`). The last one ends the process: written with the garbage collector off and
+    every signal blocked, then ``os._exit`` at once, so no environment code (a finalizer, a
+    signal handler) runs after it and writes what the parent would read as the next session's."""
+    from ._reply import LAST, REPLY, signed_frame
     from .protocol import encode_frame
 
     seq = iter(range(1 << 62))
 
-    def send(obj: dict) -> None:
-        data = memoryview(signed_frame(key, next(seq), encode_frame(obj)[4:]))
+    def send(obj: dict, last: bool = False) -> None:
+        if last:
+            gc.disable()
+            signal.pthread_sigmask(signal.SIG_BLOCK, _ALL_SIGNALS)
+        data = memoryview(signed_frame(key, LAST if last else REPLY, next(seq), encode_frame(obj)[4:]))
         while data:
             data = data[os.write(fd, data):]
+        if last:
+            os._exit(CLEAN_EXIT)
 
     return send
+
+
+def _host_says(fd: int, key: bytes, obj: dict) -> None:
+    """The host's word about the session of ``key`` (a crash, a failed load): a ``HOST`` frame."""
+    from ._reply import HOST, signed_frame
+    from .protocol import encode_frame
+
+    data = memoryview(signed_frame(key, HOST, 0, encode_frame(obj)[4:]))
+    while data:
+        data = data[os.write(fd, data):]
 
 
 def _remove_workdir() -> None:
@@ -101,9 +120,8 @@ def _serve(in_fd: int, send, limits: dict, first: Optional[dict] = None, ex=None
             resp = handler(req) if handler else {"ok": False, "error_type": "protocol", "error": f"bad op {op!r}"}
         except BaseException as exc:  # noqa: BLE001 - report, never die silently
             resp = {"ok": False, "error_type": "internal", "error": f"{type(exc).__name__}: {exc}"}
-        send(resp)
-        if op in ONE_SHOT or (op == "load" and (not resp.get("ok") or req.get("schemas_only"))):
-            return CLEAN_EXIT
+        last = op in ONE_SHOT or (op == "load" and (not resp.get("ok") or req.get("schemas_only")))
+        send(resp, last)  # the last reply ends the process
         req = None
 
 
@@ -138,8 +156,7 @@ def _session(in_fd: int, reply_fd: int, key: bytes, cfg: dict, prepared: dict, p
         del key
         posture = _confine.harden(prepared)
         if probe:
-            send({"posture": posture})
-            code = CLEAN_EXIT
+            send({"posture": posture}, last=True)
         elif posture["problems"] and not cfg["limits"].get("allow_weaker_sandbox"):
             code = HARDENING_FAILED
         else:
@@ -183,30 +200,33 @@ def _preload() -> None:
     schema.build_tools(type("W", (), {"f": lambda self, x: _Warm}))
 
 
-def _fork_session(in_fd: int, cfg: dict, prepared: dict, probe: bool = False,
-                  first: Optional[dict] = None) -> tuple[int, int, bytes]:
-    """Forks one session; returns (pid, read end of its reply pipe, its reply key)."""
-    key = os.urandom(32)
-    r, w = os.pipe()
+def _fork_session(in_fd: int, reply_fd: int, key: bytes, cfg: dict, prepared: dict, probe: bool = False,
+                  first: Optional[dict] = None) -> int:
+    """Forks one session that replies on ``reply_fd`` under ``key``; returns its pid."""
     pid = os.fork()
     if pid == 0:
-        os.close(r)
-        _session(in_fd, w, key, cfg, prepared, probe, first)
-    os.close(w)
-    return pid, r, key
+        _session(in_fd, reply_fd, key, cfg, prepared, probe, first)
+    return pid
 
 
 def _probe(in_fd: int, cfg: dict, prepared: dict) -> dict:
     """Runs the hardening once in a throw-away session and returns what it achieved."""
-    from ._reply import Relay
+    from ._reply import KEY_BYTES, ForgedReply, ReplyCheck
+    from .protocol import ProtocolError, read_body
 
-    pid, r, key = _fork_session(in_fd, cfg, prepared, probe=True)
-    reply = Relay(r, key, cfg["limits"]["max_frame_bytes"]).next_body()
+    key = os.urandom(KEY_BYTES)
+    r, w = os.pipe()
+    pid = _fork_session(in_fd, w, key, cfg, prepared, probe=True)
+    os.close(w)
+    try:
+        reply = json.loads(ReplyCheck(key).open(read_body(r))[0])
+    except (ProtocolError, ForgedReply, OSError, ValueError):
+        reply = None
     os.close(r)
     _, status = os.waitpid(pid, 0)
-    if reply is None:
+    if not isinstance(reply, dict):
         return {"problems": [f"the hardening probe failed: {_describe(status)}"], "filesystem": "unknown"}
-    return json.loads(reply)["posture"]
+    return reply["posture"]
 
 
 def main(cfg: Optional[dict] = None) -> None:
@@ -223,6 +243,7 @@ def main(cfg: Optional[dict] = None) -> None:
 def _host(cfg: Optional[dict] = None) -> None:
     """Host loop: preload (unless forked warm), probe the hardening, report ready, fork sessions forever."""
     from . import _confine, _envtemplate, _guard
+    from ._reply import KEY_BYTES
     from .protocol import ProtocolError, read_body, write_frame
 
     warm, cfg = cfg is not None, cfg or json.loads(sys.argv[1])
@@ -241,36 +262,29 @@ def _host(cfg: Optional[dict] = None) -> None:
     while True:
         _wipe(os.getcwd())
         try:
-            body = read_body(in_fd)
+            data = read_body(in_fd)  # a session's first request: the key the parent drew for it, then the op
+            key, body = data[:KEY_BYTES], data[KEY_BYTES:]
             first = json.loads(body)
         except (ProtocolError, OSError, ValueError):
             _remove_workdir()  # the parent is gone: nobody else will remove it
             os._exit(1)
         if templates is not None:
-            status, problem = templates.session(_envtemplate.template_key(first), body, first)
+            status = templates.session(_envtemplate.template_key(first), body, first, key)
         else:
-            status, problem = _cold_session(in_fd, out_fd, cfg, prepared, first)
-        if not problem and os.WIFEXITED(status) and os.WEXITSTATUS(status) == CLEAN_EXIT:
+            status = _cold_session(in_fd, out_fd, key, cfg, prepared, first)
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == CLEAN_EXIT:
             continue
-        if not problem and os.WIFEXITED(status) and os.WEXITSTATUS(status) == PARENT_GONE:
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == PARENT_GONE:
             _remove_workdir()
             os._exit(1)
-        write_frame(out_fd, {"ok": False, "crashed": True, "error": problem or _describe(status)})
+        _host_says(out_fd, key, {"ok": False, "crashed": True, "error": _describe(status)})
         os._exit(1)
 
 
-def _cold_session(in_fd: int, out_fd: int, cfg: dict, prepared: dict, first: dict) -> tuple[int, str]:
-    """A session forked from the host itself; returns (its wait status, the problem with its replies or "")."""
-    from ._reply import Relay
-
-    pid, r, key = _fork_session(in_fd, cfg, prepared, first=first)
-    relay = Relay(r, key, cfg["limits"]["max_frame_bytes"])
-    forged = not relay.forward(out_fd)
-    if forged:
-        os.kill(pid, signal.SIGKILL)
-    os.close(r)
-    _, status = os.waitpid(pid, 0)
-    return status, relay.problem if forged else ""
+def _cold_session(in_fd: int, out_fd: int, key: bytes, cfg: dict, prepared: dict, first: dict) -> int:
+    """A session forked from the host itself, replying to the parent; returns its wait status."""
+    pid = _fork_session(in_fd, out_fd, key, cfg, prepared, first=first)
+    return os.waitpid(pid, 0)[1]
 
 if __name__ == "__main__":
     main()

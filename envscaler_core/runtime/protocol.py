@@ -1,7 +1,8 @@
-"""Length-prefixed JSON framing used between the parent and its workers.
+"""Length-prefixed framing used between the parent and its workers.
 
-A frame is a 4-byte big-endian unsigned length followed by that many bytes of
-UTF-8 JSON. Nothing is ever pickled across the boundary.
+A frame is a 4-byte big-endian unsigned length followed by that many bytes: UTF-8 JSON, after
+the key of a new session for the request that opens it, and after a kind and a MAC for every
+reply but the host's hello (:mod:`._reply`). Nothing is ever pickled across the boundary.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ class ProtocolError(RuntimeError):
         self.eof = eof
 
 
-def encode_frame(obj: Any) -> bytes:
-    """Encodes ``obj`` (plain JSON types) as one frame."""
-    body = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+def encode_frame(obj: Any, prefix: bytes = b"") -> bytes:
+    """Encodes ``obj`` (plain JSON types) as one frame, its body after ``prefix``."""
+    body = prefix + json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
     return _HEADER.pack(len(body)) + body
 
 
@@ -87,17 +88,17 @@ class FrameChannel:
             raise ProtocolError("timed out", timeout=True)
         return left
 
-    def send(self, obj: Any, deadline: Optional[float]) -> None:
-        """Writes one frame, honouring ``deadline`` (a monotonic time)."""
-        data = memoryview(encode_frame(obj))
+    def send(self, obj: Any, deadline: Optional[float], prefix: bytes = b"") -> None:
+        """Writes one frame (its body after ``prefix``), honouring ``deadline`` (a monotonic time)."""
+        data = memoryview(encode_frame(obj, prefix))
         while data:
             data = self._write_some(data)
             if data:
                 select.select([], [self.write_fd], [], self._left(deadline))
 
-    async def asend(self, obj: Any, deadline: float) -> None:
+    async def asend(self, obj: Any, deadline: float, prefix: bytes = b"") -> None:
         """:meth:`send` on the running event loop (waits for the pipe there, not in a thread)."""
-        data = memoryview(encode_frame(obj))
+        data = memoryview(encode_frame(obj, prefix))
         while data:
             data = self._write_some(data)
             if data:
@@ -135,14 +136,14 @@ class FrameChannel:
         self._buf += chunk
         return True
 
-    def recv(self, deadline: Optional[float]) -> Any:
-        """Reads one frame, raising :class:`ProtocolError` on timeout/EOF/garbage."""
+    def recv(self, deadline: Optional[float]) -> bytes:
+        """Reads one frame's body, raising :class:`ProtocolError` on timeout/EOF/an oversized frame."""
         self._fill(_HEADER.size, deadline)
         size = self._frame_size()
         self._fill(_HEADER.size + size, deadline)
         return self._pop_frame(size)
 
-    async def arecv(self, deadline: float) -> Any:
+    async def arecv(self, deadline: float) -> bytes:
         """:meth:`recv` on the running event loop."""
         await self._afill(_HEADER.size, deadline)
         size = self._frame_size()
@@ -155,13 +156,10 @@ class FrameChannel:
             raise ProtocolError(f"frame of {size} bytes exceeds the {self.max_frame_bytes} limit")
         return size
 
-    def _pop_frame(self, size: int) -> Any:
+    def _pop_frame(self, size: int) -> bytes:
         body = bytes(self._buf[_HEADER.size : _HEADER.size + size])
         del self._buf[: _HEADER.size + size]
-        try:
-            return json.loads(body)
-        except ValueError as exc:
-            raise ProtocolError(f"invalid frame from worker: {exc}") from exc
+        return body
 
 
 async def _fd_ready(fd: int, write: bool, timeout: Optional[float]) -> None:

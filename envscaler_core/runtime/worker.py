@@ -26,6 +26,7 @@ import time
 from typing import Any, Optional
 
 from . import posture
+from ._reply import KEY_BYTES, ForgedReply, ReplyCheck
 from .models import SandboxLimits, WorkerError
 from .protocol import FrameChannel, ProtocolError
 from .template import HostTemplate, TemplateError, kill_group, stderr_tail
@@ -162,6 +163,7 @@ class Worker:
         self.ready = False
         self.dead = False
         self._posted: Optional[float] = None  # deadline of a posted op's unread answer
+        self._replies: Optional[ReplyCheck] = None  # the open session's, if any
 
     def _fork(self, template: HostTemplate, cfg: dict):
         """A host forked from the pool's warm template, or None (then a cold start)."""
@@ -185,8 +187,8 @@ class Worker:
 
     def _wait_ready(self) -> None:
         try:
-            msg = self.chan.recv(time.monotonic() + self.limits.spawn_timeout_s)
-        except ProtocolError as exc:
+            msg = json.loads(self.chan.recv(time.monotonic() + self.limits.spawn_timeout_s))
+        except (ProtocolError, ValueError) as exc:
             self.kill()
             raise WorkerError(f"sandbox worker failed to start: {exc}; {self._stderr_tail()}", "worker_crashed") from exc
         if not msg.get("ready"):
@@ -220,13 +222,12 @@ class Worker:
         """
         if self._posted is not None:
             self.settle()
-        if self.dead:
-            raise WorkerError("worker is dead", "worker_crashed")
+        self._check_alive()
         if not self.ready:
             self._wait_ready()
         deadline = time.monotonic() + timeout
         try:
-            self.chan.send(msg, deadline)
+            self.chan.send(msg, deadline, self._session_key())
             resp = self.chan.recv(deadline)
         except ProtocolError as exc:
             raise self._failed(exc, timeout) from exc
@@ -243,9 +244,10 @@ class Worker:
         cancelled request kills the worker (its answer would come unasked)."""
         if not self.answers_on_loop:
             raise WorkerError("worker is not ready for a request on the loop", "worker_crashed")
+        self._check_alive()
         deadline = time.monotonic() + timeout
         try:
-            await self.chan.asend(msg, deadline)
+            await self.chan.asend(msg, deadline, self._session_key())
             resp = await self.chan.arecv(deadline)
         except ProtocolError as exc:
             raise self._failed(exc, timeout) from exc
@@ -261,8 +263,34 @@ class Worker:
             return WorkerError(f"no answer within {timeout:.1f}s; the sandbox process was killed", "timeout")
         return WorkerError(f"sandbox process died: {exc}", "worker_crashed")
 
-    def _answer(self, resp: Any) -> dict:
-        """The response, or the host's crash report raised (the worker killed)."""
+    def _check_alive(self) -> None:
+        """Raises when the host is dead. Its session replies to us itself and could still answer
+        for a moment after the host was killed (it dies with its template, which dies with the host)."""
+        if self.dead or self.proc.poll() is not None:
+            self.kill()
+            raise WorkerError("worker is dead", "worker_crashed")
+
+    def _session_key(self) -> bytes:
+        """What goes before the op: a new session's key when none is open (the op opens one), else nothing."""
+        if self._replies is not None:
+            return b""
+        key = os.urandom(KEY_BYTES)
+        self._replies = ReplyCheck(key)
+        return key
+
+    def _answer(self, frame: bytes) -> dict:
+        """The open session's reply, checked (:mod:`._reply`); a frame that is not its reply, or
+        the host's crash report, is raised (the worker killed)."""
+        try:
+            if self._replies is None:
+                raise ForgedReply("a frame while no session was open")
+            body, ended = self._replies.open(frame)
+            resp = json.loads(body)
+        except (ForgedReply, ValueError) as exc:
+            self.kill()
+            raise WorkerError(str(exc), "worker_crashed") from exc
+        if ended:
+            self._replies = None
         if not isinstance(resp, dict) or resp.get("crashed"):
             self.kill()
             detail = resp.get("error") if isinstance(resp, dict) else repr(resp)[:200]
@@ -279,7 +307,7 @@ class Worker:
             return
         deadline = time.monotonic() + timeout
         try:
-            self.chan.send(msg, deadline)
+            self.chan.send(msg, deadline, self._session_key())
         except ProtocolError:
             self.kill()
             return
@@ -290,8 +318,8 @@ class Worker:
         if self._posted is not None and not self.dead:
             deadline, self._posted = self._posted, None
             try:
-                resp = self.chan.recv(deadline)
-            except ProtocolError:
+                resp = self._answer(self.chan.recv(deadline))
+            except (ProtocolError, WorkerError):
                 resp = None
             if not (isinstance(resp, dict) and resp.get("ok") is True):
                 self.kill()
