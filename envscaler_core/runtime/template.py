@@ -30,7 +30,12 @@ def kill_group(proc) -> bool:
     """SIGKILLs the process group led by ``proc`` and waits for it; False if it did not die."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
+    except ProcessLookupError:  # no such group yet: a host forked a moment ago, before its setsid
+        try:
+            os.kill(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    except PermissionError:
         pass
     try:
         proc.wait(timeout=5)

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from envscaler_core.runtime import WorkerPool
-from envscaler_core.runtime.template import ForkedProcess
+from envscaler_core.runtime.template import ForkedProcess, kill_group
 from envscaler_core.runtime.worker import Worker, netns_prefix, worker_env
 from envscaler_core.testing.library import LIBRARY_SOURCE, library_state
 
@@ -76,6 +76,19 @@ def test_sessions_see_their_own_host_directory(pool):
     finally:
         for s in sessions:
             s.close()
+
+
+def test_a_host_killed_before_it_leads_its_own_group_dies_too():
+    """A forked host calls setsid only once it runs: until then its pid names no process group
+    (seen when a pool closed right after replacing a worker: 'did not die' after 5 s)."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])  # in our group
+    try:
+        started = time.monotonic()
+        assert kill_group(proc)
+        assert proc.returncode == -signal.SIGKILL and time.monotonic() - started < 4
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_a_dead_template_falls_back_to_cold_hosts():
