@@ -33,6 +33,7 @@ any, before the constructor), so only code at a module's top level sees one stat
 """
 from __future__ import annotations
 
+import _signal
 import gc
 import hashlib
 import json
@@ -46,7 +47,8 @@ from typing import Any, Optional
 
 from . import _confine, _guard
 from ._executor import Executor
-from ._worker import CLEAN_EXIT, HARDENING_FAILED, PARENT_GONE, _close_other_fds, _host_says, _quiet, _serve, _signer
+from ._worker import (CATCHABLE_SIGNALS, CLEAN_EXIT, HARDENING_FAILED, PARENT_GONE, _close_other_fds, _host_says, _quiet,
+                      _serve, _signer)
 from .protocol import ProtocolError, read_frame, write_frame
 
 __all__ = ["TEMPLATES_PER_HOST", "Templates", "template_key"]
@@ -54,7 +56,6 @@ __all__ = ["TEMPLATES_PER_HOST", "Templates", "template_key"]
 TEMPLATES_PER_HOST = 2
 _HEAD = struct.Struct(">32sI")  # the session's key, length of its first request
 _STATUS = struct.Struct(">i")  # a session's wait status
-_SIGNALS = set(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
 
 
 BASE = "base"
@@ -99,7 +100,7 @@ def _template(sock: socket.socket, first: Optional[dict], cfg: dict, prepared: d
         ex = Executor(cfg["limits"])
         error = ex.prepare(first) if first is not None else None
         del first
-        signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)  # no handler of the environment runs here any more
+        _signal.pthread_sigmask(_signal.SIG_BLOCK, CATCHABLE_SIGNALS)  # no handler of the environment runs here any more
         gc.freeze()
         gc.disable()
         write_frame(sock.fileno(), error or {"ok": True, "nonce": nonce})
@@ -166,7 +167,7 @@ def _session(sock: socket.socket, got: tuple[bytes, bytes, list[int]], cfg: dict
     key, body, (reply_fd, in_fd) = got
     os.close(sock.detach())
     _close_other_fds({reply_fd, in_fd})
-    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
     random.seed()  # the template's state otherwise (a bare fork skips random's own reseed); a load's seed replaces it
     gc.enable()
     if not _guard.parent_death_signal(template):

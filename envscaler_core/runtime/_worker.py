@@ -11,6 +11,7 @@ abnormally the host reports ``crashed`` and exits; the parent replaces it.
 
 from __future__ import annotations
 
+import _signal  # the C functions: signal's wrappers turn masks into enum members, pages a session would copy
 import gc
 import json
 import os
@@ -21,7 +22,7 @@ from typing import Optional
 
 CLEAN_EXIT, PARENT_GONE, HARDENING_FAILED = 86, 87, 88
 ONE_SHOT = {"close", "check", "check_batch"}
-_ALL_SIGNALS = set(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
+CATCHABLE_SIGNALS = tuple(int(s) for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP))
 
 
 OWN_FOLDER_PREFIXES = ("envscaler-sbx-", "envscaler-tpl-")
@@ -63,7 +64,7 @@ def _signer(fd: int, key: bytes):
     def send(obj: dict, last: bool = False) -> None:
         if last:
             gc.disable()
-            signal.pthread_sigmask(signal.SIG_BLOCK, _ALL_SIGNALS)
+            _signal.pthread_sigmask(_signal.SIG_BLOCK, CATCHABLE_SIGNALS)
         data = memoryview(signed_frame(key, LAST if last else REPLY, next(seq), encode_frame(obj)[4:]))
         while data:
             data = data[os.write(fd, data):]
