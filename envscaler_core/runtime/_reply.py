@@ -18,7 +18,10 @@ state a freshly forked session then copied (~25 more copy-on-write faults per se
 Bytes that generated code writes to a descriptor it can reach fail the check (or the length
 limit); the parent then kills the worker and reports ``worker_crashed``, so a stray write is a
 crash of that session and nothing it wrote is used. A later session's key does not exist while
-an earlier session runs, so no session can write a frame that passes as another's. Checkers and
+an earlier session runs, and the parent sends it (with the session's first request) only once
+the host has reported on a pipe no session holds that the earlier session exited
+(``Worker._confirm_ended``): environment code that reaches the signer through the frame stack can
+forge its own session's replies, its last included, but never see or answer another session's. Checkers and
 rule predicates cannot even reach a descriptor (they run under RestrictedPython,
 :mod:`._restricted`).
 """

@@ -5,8 +5,9 @@ as a cold worker), it imports and warms everything a host needs (:func:`._worker
 then forks hosts on request instead of the pool starting one cold interpreter per worker.
 
 Control channel: fd 0 is a ``SOCK_SEQPACKET`` socket. A request is one JSON message (the
-host's config, its working directory, whether to enter a new network namespace) carrying three
-descriptors: the host's stdin, stdout and stderr. The answer is ``{"pid": ...}`` carrying a
+host's config, its working directory, whether to enter a new network namespace) carrying four
+descriptors: the host's stdin, stdout and stderr, and the pipe on which it reports each session's
+end (fd 3 in the host, :mod:`._worker`). The answer is ``{"pid": ...}`` carrying a
 pidfd of the new host (so the parent can watch a process that is not its child). The forked
 host starts its own session and process group, closes every other descriptor, moves into its
 directory, points HOME/TMPDIR there, optionally unshares the network namespace, and runs the
@@ -43,7 +44,8 @@ def _become_host(req: dict, fds: list[int], control: int) -> None:
         os.setsid()
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
-        os.closerange(3, max(os.sysconf("SC_OPEN_MAX"), control + 1))
+        os.closerange(len(fds), max(os.sysconf("SC_OPEN_MAX"), control + 1))
+        req["cfg"]["ended_fd"] = 3
         os.chdir(req["workdir"])
         os.environ.update(HOME=req["workdir"], TMPDIR=req["workdir"])
         tempfile.tempdir = None
@@ -82,7 +84,7 @@ def main() -> None:
     control.send(json.dumps({"ready": True, "pid": os.getpid()}).encode())
     while True:
         try:
-            msg, fds, _, _ = socket.recv_fds(control, 1 << 16, 3)
+            msg, fds, _, _ = socket.recv_fds(control, 1 << 16, 4)
         except OSError:
             return
         if not msg:

@@ -117,8 +117,9 @@ class HostTemplate:
             theirs.close()
         self._sock.settimeout(limits.spawn_timeout_s)
 
-    def spawn(self, cfg: dict, workdir: str, stderr: IO[bytes]) -> ForkedProcess:
-        """A new host serving ``cfg`` in ``workdir``, with its stderr going to ``stderr``.
+    def spawn(self, cfg: dict, workdir: str, stderr: IO[bytes], ended_fd: int) -> ForkedProcess:
+        """A new host serving ``cfg`` in ``workdir``, with its stderr going to ``stderr`` and the
+        end of each session reported on ``ended_fd``.
 
         Raises:
             TemplateError: The template is dead or did not answer in time.
@@ -131,7 +132,7 @@ class HostTemplate:
                     self._recv()
                     self._ready = True
                 req = {"cfg": cfg, "workdir": workdir, "netns": self.netns}
-                socket.send_fds(self._sock, [json.dumps(req).encode()], [in_r, out_w, stderr.fileno()])
+                socket.send_fds(self._sock, [json.dumps(req).encode()], [in_r, out_w, stderr.fileno(), ended_fd])
                 reply, fds = self._recv(fds=1)
         except (OSError, ValueError, TemplateError) as exc:
             for fd in (in_r, in_w, out_r, out_w):

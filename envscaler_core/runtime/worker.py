@@ -17,6 +17,7 @@ import itertools
 import json
 import logging
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -151,24 +152,33 @@ class Worker:
         cfg = {"limits": limits.model_dump(), "uid": self.uid, "drop_privileges": limits.drop_privileges}
         self.posture: dict = {}
         self._stderr = tempfile.TemporaryFile()
-        self.proc = self._fork(template, cfg) if template is not None else None
-        if self.proc is None:
-            prefix = netns_prefix() if limits.network_namespace else None
-            cmd = [*(prefix or []), sys.executable, "-s", "-c", _BOOT, _PKG_ROOT, json.dumps(cfg)]
-            self.proc = subprocess.Popen(
-                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                cwd=self.workdir, env=worker_env(self.workdir), start_new_session=True, close_fds=True,
-            )
+        self._ended, ended_w = os.pipe()  # the host reports each session's end here; no session holds it
+        try:
+            self.proc = self._fork(template, cfg, ended_w) if template is not None else None
+            if self.proc is None:
+                prefix = netns_prefix() if limits.network_namespace else None
+                cmd = [*(prefix or []), sys.executable, "-s", "-c", _BOOT, _PKG_ROOT, json.dumps({**cfg, "ended_fd": ended_w})]
+                self.proc = subprocess.Popen(
+                    cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, pass_fds=(ended_w,),
+                    cwd=self.workdir, env=worker_env(self.workdir), start_new_session=True, close_fds=True,
+                )
+        except BaseException:
+            os.close(self._ended)
+            raise
+        finally:
+            os.close(ended_w)
+        os.set_blocking(self._ended, False)
         self.chan = FrameChannel(self.proc.stdout.fileno(), self.proc.stdin.fileno(), limits.max_frame_bytes)
         self.ready = False
         self.dead = False
         self._posted: Optional[float] = None  # deadline of a posted op's unread answer
         self._replies: Optional[ReplyCheck] = None  # the open session's, if any
+        self._unconfirmed = 0  # sessions that ended by their replies, whose exit the host has not reported yet
 
-    def _fork(self, template: HostTemplate, cfg: dict):
+    def _fork(self, template: HostTemplate, cfg: dict, ended_fd: int):
         """A host forked from the pool's warm template, or None (then a cold start)."""
         try:
-            return template.spawn(cfg, self.workdir, self._stderr)
+            return template.spawn(cfg, self.workdir, self._stderr, ended_fd)
         except TemplateError as exc:
             log.warning("sandbox: %s; starting a cold worker", exc)
             return None
@@ -227,7 +237,7 @@ class Worker:
             self._wait_ready()
         deadline = time.monotonic() + timeout
         try:
-            self.chan.send(msg, deadline, self._session_key())
+            self.chan.send(msg, deadline, self._session_key(deadline))
             resp = self.chan.recv(deadline)
         except ProtocolError as exc:
             raise self._failed(exc, timeout) from exc
@@ -236,18 +246,19 @@ class Worker:
     @property
     def answers_on_loop(self) -> bool:
         """Whether :meth:`arequest` may run now: the host is ready and no posted answer is pending."""
-        return self.ready and not self.dead and self._posted is None
+        return self.ready and not self.dead and self._posted is None and self._replies is not None
 
     async def arequest(self, msg: dict, timeout: float) -> dict:
         """:meth:`request` on the running event loop, without a thread: the frame is written and
-        the answer read as the pipes become ready. Only while :attr:`answers_on_loop`. A
-        cancelled request kills the worker (its answer would come unasked)."""
+        the answer read as the pipes become ready. Only while :attr:`answers_on_loop` (a session
+        is open: opening one may wait for the last one's end). A cancelled request kills the
+        worker (its answer would come unasked)."""
         if not self.answers_on_loop:
             raise WorkerError("worker is not ready for a request on the loop", "worker_crashed")
         self._check_alive()
         deadline = time.monotonic() + timeout
         try:
-            await self.chan.asend(msg, deadline, self._session_key())
+            await self.chan.asend(msg, deadline)
             resp = await self.chan.arecv(deadline)
         except ProtocolError as exc:
             raise self._failed(exc, timeout) from exc
@@ -270,13 +281,31 @@ class Worker:
             self.kill()
             raise WorkerError("worker is dead", "worker_crashed")
 
-    def _session_key(self) -> bytes:
-        """What goes before the op: a new session's key when none is open (the op opens one), else nothing."""
+    def _session_key(self, deadline: float) -> bytes:
+        """What goes before the op: a new session's key when none is open (the op opens one), else
+        nothing. A new session's first op is sent only once the host has reported that the last
+        session exited: a session that forged its last reply and lived on would otherwise read it
+        (and the new session's key) from the request pipe."""
         if self._replies is not None:
             return b""
+        self._confirm_ended(deadline)
         key = os.urandom(KEY_BYTES)
         self._replies = ReplyCheck(key)
         return key
+
+    def _confirm_ended(self, deadline: float) -> None:
+        """Waits until the host has reported the end of every session that ended by its replies."""
+        while self._unconfirmed:
+            try:
+                got = os.read(self._ended, self._unconfirmed)
+            except BlockingIOError:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([self._ended], [], [], left)[0]:
+                    raise ProtocolError("the last session did not end", timeout=True) from None
+                continue
+            if not got:
+                raise ProtocolError("the host closed its pipe", eof=True)
+            self._unconfirmed -= len(got)
 
     def _answer(self, frame: bytes) -> dict:
         """The open session's reply, checked (:mod:`._reply`); a frame that is not its reply, or
@@ -290,7 +319,7 @@ class Worker:
             self.kill()
             raise WorkerError(str(exc), "worker_crashed") from exc
         if ended:
-            self._replies = None
+            self._replies, self._unconfirmed = None, self._unconfirmed + 1
         if not isinstance(resp, dict) or resp.get("crashed"):
             self.kill()
             detail = resp.get("error") if isinstance(resp, dict) else repr(resp)[:200]
@@ -301,24 +330,27 @@ class Worker:
         """Sends an op without waiting for its answer (a session's ``close``: the episode need not
         wait for the process to exit). :meth:`settle` reads that answer before the worker's next
         op, so ops and answers stay paired; a worker that does not answer within ``timeout`` of
-        the post, or answers anything but ``ok``, is killed there (and the pool replaces it)."""
+        the post, answers anything but ``ok``, or whose session has not exited by then, is killed
+        there (and the pool replaces it)."""
         if self.dead or not self.ready:
             self.kill()
             return
         deadline = time.monotonic() + timeout
         try:
-            self.chan.send(msg, deadline, self._session_key())
+            self.chan.send(msg, deadline, self._session_key(deadline))
         except ProtocolError:
             self.kill()
             return
         self._posted = deadline
 
     def settle(self) -> bool:
-        """Reads the answer of a posted op, if any (see :meth:`post`); returns whether the worker is usable."""
+        """Reads the answer of a posted op, if any (see :meth:`post`), and waits for the host's report
+        that the session exited; returns whether the worker is usable."""
         if self._posted is not None and not self.dead:
             deadline, self._posted = self._posted, None
             try:
                 resp = self._answer(self.chan.recv(deadline))
+                self._confirm_ended(deadline)  # and the session has exited by the close's deadline
             except (ProtocolError, WorkerError):
                 resp = None
             if not (isinstance(resp, dict) and resp.get("ok") is True):
@@ -337,6 +369,10 @@ class Worker:
                 f.close()
             except OSError:
                 pass
+        try:
+            os.close(self._ended)
+        except OSError:
+            pass
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __del__(self) -> None:  # pragma: no cover - best effort
