@@ -47,8 +47,8 @@ from typing import Any, Optional
 
 from . import _confine, _guard
 from ._executor import Executor
-from ._worker import (CATCHABLE_SIGNALS, CLEAN_EXIT, HARDENING_FAILED, PARENT_GONE, _close_other_fds, _host_says, _quiet,
-                      _serve, _signer)
+from ._worker import (CATCHABLE_SIGNALS, CLEAN_EXIT, HARDENING_FAILED, PARENT_GONE, _close_other_fds, _host_says,
+                      _quiet, _serve, _signer)
 from .protocol import ProtocolError, read_frame, write_frame
 
 __all__ = ["TEMPLATES_PER_HOST", "Templates", "template_key"]
@@ -100,7 +100,7 @@ def _template(sock: socket.socket, first: Optional[dict], cfg: dict, prepared: d
         ex = Executor(cfg["limits"])
         error = ex.prepare(first) if first is not None else None
         del first
-        _signal.pthread_sigmask(_signal.SIG_BLOCK, CATCHABLE_SIGNALS)  # no handler of the environment runs here any more
+        _signal.pthread_sigmask(_signal.SIG_BLOCK, CATCHABLE_SIGNALS)  # no environment handler runs here any more
         gc.freeze()
         gc.disable()
         write_frame(sock.fileno(), error or {"ok": True, "nonce": nonce})

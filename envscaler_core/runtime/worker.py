@@ -157,7 +157,8 @@ class Worker:
             self.proc = self._fork(template, cfg, ended_w) if template is not None else None
             if self.proc is None:
                 prefix = netns_prefix() if limits.network_namespace else None
-                cmd = [*(prefix or []), sys.executable, "-s", "-c", _BOOT, _PKG_ROOT, json.dumps({**cfg, "ended_fd": ended_w})]
+                boot = json.dumps({**cfg, "ended_fd": ended_w})
+                cmd = [*(prefix or []), sys.executable, "-s", "-c", _BOOT, _PKG_ROOT, boot]
                 self.proc = subprocess.Popen(
                     cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, pass_fds=(ended_w,),
                     cwd=self.workdir, env=worker_env(self.workdir), start_new_session=True, close_fds=True,
