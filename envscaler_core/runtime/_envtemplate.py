@@ -47,8 +47,9 @@ from typing import Any, Optional
 
 from . import _confine, _guard
 from ._executor import Executor
-from ._worker import (CATCHABLE_SIGNALS, CLEAN_EXIT, HARDENING_FAILED, PARENT_GONE, _close_other_fds, _host_says,
-                      _quiet, _serve, _signer)
+from ._reply import HOST, write_signed
+from ._worker import (CATCHABLE_SIGNALS, CLEAN_EXIT, HARDENING_FAILED, PARENT_GONE, _close_other_fds, _quiet, _serve,
+                      _signer)
 from .protocol import ProtocolError, read_frame, write_frame
 
 __all__ = ["TEMPLATES_PER_HOST", "Templates", "template_key"]
@@ -289,7 +290,7 @@ class Templates:
             problem = tpl.clean()
             if problem is None:
                 return tpl, 0
-        _host_says(self.out_fd, reply_key, _load_error(reply, problem))
+        write_signed(self.out_fd, reply_key, HOST, 0, _load_error(reply, problem))  # the host's word
         tpl.close()
         return None, _exited(CLEAN_EXIT)
 

@@ -32,7 +32,9 @@ import hashlib
 import hmac
 import struct
 
-__all__ = ["KEY_BYTES", "REPLY", "LAST", "HOST", "ForgedReply", "ReplyCheck", "signed_frame"]
+from .protocol import encode_json, write_all
+
+__all__ = ["KEY_BYTES", "REPLY", "LAST", "HOST", "ForgedReply", "ReplyCheck", "signed_frame", "write_signed"]
 
 _HEADER = struct.Struct(">I")
 _MAC = 32
@@ -50,6 +52,11 @@ def _mac(key: bytes, kind: bytes, seq: int, body: bytes) -> bytes:
 def signed_frame(key: bytes, kind: bytes, seq: int, body: bytes) -> bytes:
     """The bytes written for reply number ``seq`` (``HOST`` frames: always 0)."""
     return _HEADER.pack(1 + _MAC + len(body)) + kind + _mac(key, kind, seq, body) + body
+
+
+def write_signed(fd: int, key: bytes, kind: bytes, seq: int, obj: dict) -> None:
+    """Writes ``obj`` to ``fd`` as reply number ``seq`` of this ``kind`` (blocking)."""
+    write_all(fd, signed_frame(key, kind, seq, encode_json(obj)))
 
 
 class ForgedReply(Exception):

@@ -59,8 +59,7 @@ def _signer(fd: int, key: bytes):
     :mod:`._reply`). The last one ends the process: written with the garbage collector off and
     every signal blocked, then ``os._exit`` at once, so no environment code (a finalizer, a
     signal handler) runs after it and writes what the parent would read as the next session's."""
-    from ._reply import LAST, REPLY, signed_frame
-    from .protocol import encode_frame
+    from ._reply import LAST, REPLY, write_signed
 
     seq = iter(range(1 << 62))
 
@@ -68,23 +67,11 @@ def _signer(fd: int, key: bytes):
         if last:
             gc.disable()
             _signal.pthread_sigmask(_signal.SIG_BLOCK, CATCHABLE_SIGNALS)
-        data = memoryview(signed_frame(key, LAST if last else REPLY, next(seq), encode_frame(obj)[4:]))
-        while data:
-            data = data[os.write(fd, data):]
+        write_signed(fd, key, LAST if last else REPLY, next(seq), obj)
         if last:
             os._exit(CLEAN_EXIT)
 
     return send
-
-
-def _host_says(fd: int, key: bytes, obj: dict) -> None:
-    """The host's word about the session of ``key`` (a crash, a failed load): a ``HOST`` frame."""
-    from ._reply import HOST, signed_frame
-    from .protocol import encode_frame
-
-    data = memoryview(signed_frame(key, HOST, 0, encode_frame(obj)[4:]))
-    while data:
-        data = data[os.write(fd, data):]
 
 
 def _remove_workdir() -> None:
@@ -247,7 +234,7 @@ def main(cfg: Optional[dict] = None) -> None:
 def _host(cfg: Optional[dict] = None) -> None:
     """Host loop: preload (unless forked warm), probe the hardening, report ready, fork sessions forever."""
     from . import _confine, _envtemplate, _guard
-    from ._reply import KEY_BYTES
+    from ._reply import HOST, KEY_BYTES, write_signed
     from .protocol import ProtocolError, read_body, write_frame
 
     warm, cfg = cfg is not None, cfg or json.loads(sys.argv[1])
@@ -286,7 +273,7 @@ def _host(cfg: Optional[dict] = None) -> None:
         if os.WIFEXITED(status) and os.WEXITSTATUS(status) == PARENT_GONE:
             _remove_workdir()
             os._exit(1)
-        _host_says(out_fd, key, {"ok": False, "crashed": True, "error": _describe(status)})
+        write_signed(out_fd, key, HOST, 0, {"ok": False, "crashed": True, "error": _describe(status)})
         os._exit(1)
 
 

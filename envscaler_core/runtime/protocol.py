@@ -14,7 +14,8 @@ import struct
 import time
 from typing import Any, Optional
 
-__all__ = ["ProtocolError", "encode_frame", "read_body", "read_frame", "write_frame", "FrameChannel"]
+__all__ = ["ProtocolError", "encode_frame", "encode_json", "read_body", "read_frame", "wait_readable", "write_all",
+           "write_frame", "FrameChannel"]
 
 _HEADER = struct.Struct(">I")
 
@@ -28,9 +29,14 @@ class ProtocolError(RuntimeError):
         self.eof = eof
 
 
+def encode_json(obj: Any) -> bytes:
+    """``obj`` (plain JSON types) as the compact UTF-8 JSON a frame carries."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
 def encode_frame(obj: Any, prefix: bytes = b"") -> bytes:
     """Encodes ``obj`` (plain JSON types) as one frame, its body after ``prefix``."""
-    body = prefix + json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    body = prefix + encode_json(obj)
     return _HEADER.pack(len(body)) + body
 
 
@@ -58,9 +64,30 @@ def read_body(fd: int) -> bytes:
 
 def write_frame(fd: int, obj: Any) -> None:
     """Blocking write of one frame (worker side)."""
-    data = memoryview(encode_frame(obj))
-    while data:
-        data = data[os.write(fd, data) :]
+    write_all(fd, encode_frame(obj))
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Blocking write of all of ``data``."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _left(deadline: Optional[float]) -> Optional[float]:
+    """Seconds until ``deadline`` (None: no deadline); :class:`ProtocolError` once it has passed."""
+    if deadline is None:
+        return None
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise ProtocolError("timed out", timeout=True)
+    return left
+
+
+def wait_readable(fd: int, deadline: Optional[float]) -> None:
+    """Blocks until ``fd`` is readable; :class:`ProtocolError` (a timeout) once ``deadline`` passes."""
+    if not select.select([fd], [], [], _left(deadline))[0]:
+        _left(deadline)
 
 
 class FrameChannel:
@@ -79,22 +106,13 @@ class FrameChannel:
         os.set_blocking(write_fd, False)
         self._buf = bytearray()
 
-    @staticmethod
-    def _left(deadline: Optional[float]) -> Optional[float]:
-        if deadline is None:
-            return None
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise ProtocolError("timed out", timeout=True)
-        return left
-
     def send(self, obj: Any, deadline: Optional[float], prefix: bytes = b"") -> None:
         """Writes one frame (its body after ``prefix``), honouring ``deadline`` (a monotonic time)."""
         data = memoryview(encode_frame(obj, prefix))
         while data:
             data = self._write_some(data)
             if data:
-                select.select([], [self.write_fd], [], self._left(deadline))
+                select.select([], [self.write_fd], [], _left(deadline))
 
     async def asend(self, obj: Any, deadline: float, prefix: bytes = b"") -> None:
         """:meth:`send` on the running event loop (waits for the pipe there, not in a thread)."""
@@ -102,7 +120,7 @@ class FrameChannel:
         while data:
             data = self._write_some(data)
             if data:
-                await _fd_ready(self.write_fd, True, self._left(deadline))
+                await _fd_ready(self.write_fd, True, _left(deadline))
 
     def _write_some(self, data: memoryview) -> memoryview:
         """What is left of ``data`` after one write (all of it when the pipe is full)."""
@@ -116,14 +134,12 @@ class FrameChannel:
     def _fill(self, need: int, deadline: Optional[float]) -> None:
         while len(self._buf) < need:
             if not self._read_some(need):
-                ready, _, _ = select.select([self.read_fd], [], [], self._left(deadline))
-                if not ready:
-                    self._left(deadline)
+                wait_readable(self.read_fd, deadline)
 
     async def _afill(self, need: int, deadline: float) -> None:
         while len(self._buf) < need:
             if not self._read_some(need):
-                await _fd_ready(self.read_fd, False, self._left(deadline))
+                await _fd_ready(self.read_fd, False, _left(deadline))
 
     def _read_some(self, need: int) -> bool:
         """One read towards ``need`` buffered bytes; False when nothing was there yet."""

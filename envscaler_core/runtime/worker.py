@@ -17,7 +17,6 @@ import itertools
 import json
 import logging
 import os
-import select
 import shutil
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from typing import Any, Optional
 from . import posture
 from ._reply import KEY_BYTES, ForgedReply, ReplyCheck
 from .models import SandboxLimits, WorkerError
-from .protocol import FrameChannel, ProtocolError
+from .protocol import FrameChannel, ProtocolError, wait_readable
 from .template import HostTemplate, TemplateError, kill_group, stderr_tail
 
 __all__ = ["Worker", "new_template", "worker_env", "netns_prefix"]
@@ -300,9 +299,7 @@ class Worker:
             try:
                 got = os.read(self._ended, self._unconfirmed)
             except BlockingIOError:
-                left = deadline - time.monotonic()
-                if left <= 0 or not select.select([self._ended], [], [], left)[0]:
-                    raise ProtocolError("the last session did not end", timeout=True) from None
+                wait_readable(self._ended, deadline)
                 continue
             if not got:
                 raise ProtocolError("the host closed its pipe", eof=True)
