@@ -21,7 +21,15 @@ match). Each (latency, concurrency) setting runs as a fresh command (``--setting
   is meant to save CPU (mostly copy-on-write faults of forked sessions, ~4-5 us each here);
 * ``rewards``: a digest of every episode's reward (identical before/after a speed change).
 
+``--env`` runs the same episodes, scored the same way (identical reward digests), with a cheaper
+environment, to say how far the sandbox is from what its design allows (``bench/_rollout_bounds.py``):
+``inprocess`` (the environment's class in the driver: no process at all) and ``fork`` (plus one
+bare forked process per episode that answers each tool call: the floor under one fresh process
+per session). There ``cpu_ms_by`` reads: the fork server at depth 1, its children at depth 2 (with
+the small sandbox that runs the checkers).
+
 Run:  .venv/bin/python bench/bench_rollout.py [--latencies 0 0.1] [--concurrency 1 8 64] [--episodes N]
+      [--env sandbox|inprocess|fork]
 (default episodes per setting: 16 x concurrency, between 40 and 1000).
 """
 from __future__ import annotations
@@ -42,6 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("ENVSCALER_NO_PROGRESS", "1")
 TURNS = 4
+ENV_MODES = ("sandbox", "inprocess", "fork")  # the product, then the bounds of _rollout_bounds.py
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -161,6 +170,7 @@ async def run_setting(cfg: dict) -> dict:
     from envscaler_core.scoring import Scorer
 
     sys.path.insert(0, str(Path(__file__).parent))
+    from _rollout_bounds import BoundEnvs, fork_server
     from _rollout_fixture import bench_env, bench_scenario
 
     adopt_orphans()
@@ -176,11 +186,15 @@ async def run_setting(cfg: dict) -> dict:
         if len(stamps) in marks:
             marks[len(stamps)] = (time.time(), *tree_usage())
 
-    with Sandbox(concurrency) as sandbox:
+    mode = cfg.get("env", "sandbox")
+    with Sandbox(concurrency if mode == "sandbox" else 1) as sandbox, contextlib.ExitStack() as bounds:
         client = LLMClient(LLMConfig(base_url=cfg["base_url"], api_key="sk-bench", model="scripted",
                                      concurrency=concurrency, timeout_s=60, max_retries=2, backoff_base_s=0.01,
                                      cache=False))
-        engine = RolloutEngine(ScenarioEnvs(sandbox), client, RolloutSettings(max_steps=TURNS + 1),
+        envs = ScenarioEnvs(sandbox)
+        if mode != "sandbox":  # a bound (see _rollout_bounds.py): scored the same way
+            envs = BoundEnvs(env, sandbox.tools(env), bounds.enter_context(fork_server()) if mode == "fork" else None)
+        engine = RolloutEngine(envs, client, RolloutSettings(max_steps=TURNS + 1),
                                reward_hook=ChecklistReward(Scorer(sandbox)))
         failures: list[str] = []
         done = await run_episodes(engine, tasks, concurrency, on_done=on_done,
@@ -196,9 +210,9 @@ async def run_setting(cfg: dict) -> dict:
             "failed": len(failures), "first_failure": failures[0][:500] if failures else None}
 
 
-def one_setting(latency: float, concurrency: int, episodes: int, server, base_url: str) -> dict:
+def one_setting(latency: float, concurrency: int, episodes: int, server, base_url: str, env: str = "sandbox") -> dict:
     """Runs one setting as its own command and adds the whole-tree and server CPU figures."""
-    cfg = {"base_url": base_url, "concurrency": concurrency, "episodes": episodes, "t0": time.time()}
+    cfg = {"base_url": base_url, "concurrency": concurrency, "episodes": episodes, "t0": time.time(), "env": env}
     before, server_before = resource.getrusage(resource.RUSAGE_CHILDREN), _stat(server.pid)[1]
     out = subprocess.run([sys.executable, __file__, "--setting", json.dumps(cfg)], capture_output=True, text=True)
     if out.returncode:
@@ -207,7 +221,7 @@ def one_setting(latency: float, concurrency: int, episodes: int, server, base_ur
     row = json.loads(out.stdout.strip().splitlines()[-1])
     total = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     ideal = concurrency / (TURNS * latency) if latency else None
-    return {"latency_ms": round(latency * 1000), "concurrency": concurrency, **row,
+    return {"latency_ms": round(latency * 1000), "concurrency": concurrency, "env": env, **row,
             "ideal": round(ideal, 2) if ideal else None, "ratio": round(row["eps"] / ideal, 3) if ideal else None,
             "cpu_total_ms": round(1000 * total / row["episodes"], 2),
             "faults_total": round((after.ru_minflt - before.ru_minflt) / row["episodes"]),
@@ -231,6 +245,9 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=None, help="episodes per setting (default: by concurrency)")
     parser.add_argument("--latencies", type=float, nargs="+", default=[0.0, 0.1])
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 64])
+    parser.add_argument("--env", choices=ENV_MODES, default="sandbox",
+                        help="sandbox (the product), or a bound: inprocess (no sandbox) / fork (one bare process "
+                             "per episode; see bench/_rollout_bounds.py)")
     parser.add_argument("--out", type=Path, default=Path("/tmp/envscaler-bench-rollout"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -241,7 +258,8 @@ def main() -> None:
     for latency in args.latencies:
         with server_process(latency) as (server, base_url):
             for concurrency in args.concurrency:
-                row = one_setting(latency, concurrency, args.episodes or default_episodes(concurrency), server, base_url)
+                row = one_setting(latency, concurrency, args.episodes or default_episodes(concurrency), server, base_url,
+                                  args.env)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     header = ["latency ms", "conc", "episodes", "first ep s", "episodes/s", "ideal", "ratio", "CPU ms/ep",
@@ -250,7 +268,7 @@ def main() -> None:
               r["ideal"] or "-", r["ratio"] or "-", r["cpu_ms"], r["cpu_total_ms"], r["faults"], r["switches_total"],
               r["server_ms"], r["rewards"]]
              for r in rows]
-    print(format_table(f"rollout benchmark ({TURNS} LLM calls, 3 tool calls, 5 checkers per episode; "
+    print(format_table(f"rollout benchmark, --env {args.env} ({TURNS} LLM calls, 3 tool calls, 5 checkers per episode; "
                        f"load {load:.1f} -> {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs)", table, header))
     print(format_table("steady CPU ms per episode by process (depth in the command's tree)",
                        [[r["latency_ms"], r["concurrency"], *r["cpu_ms_by"].values(), r["server_ms"]] for r in rows],

@@ -24,3 +24,14 @@ def test_tree_usage_counts_a_reaped_grandchild_one_level_below_its_parent():
     assert grown[2] >= 0.35  # the grandchild's burn, reaped by the child
     assert grown[1] < 0.3    # the child itself only started an interpreter and waited
     assert abs(total - sum(after)) < 1e-9
+
+
+def test_the_bounds_score_the_same_rewards_as_the_sandbox(tmp_path):
+    """``--env inprocess`` and ``--env fork`` run the same episodes without the sandbox's sessions:
+    their rewards must match the sandbox's, or the bounds would compare different work."""
+    bench = bench_module("bench_rollout")
+    with bench.server_process(0.0) as (server, base_url):
+        rows = {env: bench.one_setting(0.0, 2, 6, server, base_url, env) for env in bench.ENV_MODES}
+    assert {env: (row["ok"], row["failed"]) for env, row in rows.items()} == {env: (6, 0) for env in rows}
+    assert len({row["rewards"] for row in rows.values()}) == 1
+    assert rows["fork"]["cpu_ms_by"]["hosts"] > 0  # the forked children (depth 2) ran and were counted
