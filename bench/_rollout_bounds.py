@@ -116,19 +116,10 @@ def fork_server():
         os.rmdir(folder)
 
 
-def _reap(*_: object) -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-
-
 def _serve_forks(path: str) -> None:
     """The fork server: preloaded like a sandbox host, one child per connection."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from envscaler_core.runtime._template import _reap  # the host template's SIGCHLD handler
     from envscaler_core.runtime._worker import _preload
 
     _preload()
