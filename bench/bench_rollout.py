@@ -187,13 +187,14 @@ async def run_setting(cfg: dict) -> dict:
             marks[len(stamps)] = (time.time(), *tree_usage())
 
     mode = cfg.get("env", "sandbox")
-    with Sandbox(concurrency if mode == "sandbox" else 1) as sandbox, contextlib.ExitStack() as bounds:
+    forks = fork_server() if mode == "fork" else contextlib.nullcontext()
+    with Sandbox(concurrency if mode == "sandbox" else 1) as sandbox, forks as fork_path:
         client = LLMClient(LLMConfig(base_url=cfg["base_url"], api_key="sk-bench", model="scripted",
                                      concurrency=concurrency, timeout_s=60, max_retries=2, backoff_base_s=0.01,
                                      cache=False))
         envs = ScenarioEnvs(sandbox)
         if mode != "sandbox":  # a bound (see _rollout_bounds.py): scored the same way
-            envs = BoundEnvs(env, sandbox.tools(env), bounds.enter_context(fork_server()) if mode == "fork" else None)
+            envs = BoundEnvs(env, sandbox.tools(env), fork_path)
         engine = RolloutEngine(envs, client, RolloutSettings(max_steps=TURNS + 1),
                                reward_hook=ChecklistReward(Scorer(sandbox)))
         failures: list[str] = []

@@ -224,11 +224,11 @@ class _Template:
         except (OSError, EOFError):
             return None
 
-    def run(self, body: bytes, key: bytes, in_fd: int, out_fd: int) -> Optional[int]:
-        """One session from this template, replying on ``out_fd`` under ``key``; returns its wait
-        status, or None if the template ended."""
+    def run(self, body: bytes, reply_key: bytes, in_fd: int, out_fd: int) -> Optional[int]:
+        """One session from this template, replying on ``out_fd`` under ``reply_key``; returns its
+        wait status, or None if the template ended."""
         try:
-            socket.send_fds(self.sock, [_HEAD.pack(key, len(body))], [out_fd, in_fd])
+            socket.send_fds(self.sock, [_HEAD.pack(reply_key, len(body))], [out_fd, in_fd])
             self.sock.sendall(body)
         except OSError:
             return None

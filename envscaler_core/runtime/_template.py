@@ -39,20 +39,20 @@ def _become_host(req: dict, fds: list[int], control: int) -> None:
     """In the forked child: set up like a freshly started worker, then serve as a host."""
     code = 1
     try:
+        from ._worker import ENDED_FD, main  # imported by the template already
+
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the host waits for its own sessions
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
         os.setsid()
-        for target, fd in enumerate(fds):
+        for target, fd in enumerate(fds):  # stdin, stdout, stderr, the session-end pipe (ENDED_FD)
             os.dup2(fd, target)
         os.closerange(len(fds), max(os.sysconf("SC_OPEN_MAX"), control + 1))
-        req["cfg"]["ended_fd"] = 3
+        req["cfg"]["ended_fd"] = ENDED_FD  # the fourth descriptor (HostTemplate.spawn's order)
         os.chdir(req["workdir"])
         os.environ.update(HOME=req["workdir"], TMPDIR=req["workdir"])
         tempfile.tempdir = None
         if req.get("netns") and not _unshare_net():
             sys.stderr.write("envscaler host: could not enter a new network namespace; sharing the template's\n")
-        from ._worker import main
-
         main(req["cfg"])
     finally:
         os._exit(code)

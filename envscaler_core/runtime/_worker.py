@@ -7,7 +7,7 @@ one environment session (or one checker / schema computation) over the
 protocol pipes and exits; the host wipes the working directory and forks a
 fresh one. Sessions therefore never share Python state. If a session dies
 abnormally the host reports ``crashed`` and exits; the parent replaces it.
-After each session that exits cleanly the host writes one byte on fd 3, a pipe
+After each session that exits cleanly the host writes one byte on ``ENDED_FD`` (3), a pipe
 to the parent that no template or session holds: the parent sends the next
 session's first request only after it (see :mod:`._reply`).
 """
@@ -24,6 +24,7 @@ import sys
 from typing import Optional
 
 CLEAN_EXIT, PARENT_GONE, HARDENING_FAILED = 86, 87, 88
+ENDED_FD = 3  # in a host: the pipe on which it reports each session's end (no template or session holds it)
 ONE_SHOT = {"close", "check", "check_batch"}
 CATCHABLE_SIGNALS = tuple(int(s) for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP))
 
@@ -238,8 +239,8 @@ def _host(cfg: Optional[dict] = None) -> None:
     from .protocol import ProtocolError, read_body, write_frame
 
     warm, cfg = cfg is not None, cfg or json.loads(sys.argv[1])
-    if cfg["ended_fd"] != 3:  # a cold host (pass_fds keeps the parent's number): where a forked one has it
-        os.dup2(cfg["ended_fd"], 3)
+    if cfg["ended_fd"] != ENDED_FD:  # a cold host (pass_fds kept the parent's number): move it
+        os.dup2(cfg["ended_fd"], ENDED_FD)
         os.close(cfg["ended_fd"])
     in_fd, out_fd = os.dup(0), os.dup(1)
     _guard.yield_cpu(cfg["limits"].get("nice", 0))
@@ -247,7 +248,6 @@ def _host(cfg: Optional[dict] = None) -> None:
         _preload()
     _confine.scrub_sys_path()
     sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
-    ended_fd = 3  # the session-end pipe: never handed to a template or session (they close every other descriptor)
     prepared = _confine.prepare(cfg, _confine.plan(os.getcwd()))
     gc.collect()
     gc.freeze()
@@ -268,7 +268,7 @@ def _host(cfg: Optional[dict] = None) -> None:
         else:
             status = _cold_session(in_fd, out_fd, key, cfg, prepared, first)
         if os.WIFEXITED(status) and os.WEXITSTATUS(status) == CLEAN_EXIT:
-            os.write(ended_fd, b".")  # the session has exited: the parent may now send the next one's first op
+            os.write(ENDED_FD, b".")  # the session has exited: the parent may now send the next one's first op
             continue
         if os.WIFEXITED(status) and os.WEXITSTATUS(status) == PARENT_GONE:
             _remove_workdir()
