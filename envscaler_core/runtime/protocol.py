@@ -14,8 +14,8 @@ import struct
 import time
 from typing import Any, Optional
 
-__all__ = ["ProtocolError", "encode_frame", "encode_json", "read_body", "read_frame", "wait_readable", "write_all",
-           "write_frame", "FrameChannel"]
+__all__ = ["ProtocolError", "encode_frame", "encode_json", "fd_ready", "read_body", "read_frame", "wait_readable",
+           "write_all", "write_frame", "FrameChannel"]
 
 _HEADER = struct.Struct(">I")
 
@@ -84,9 +84,21 @@ def _left(deadline: Optional[float]) -> Optional[float]:
     return left
 
 
+def fd_ready(fd: int, writable: bool, timeout: Optional[float]) -> bool:
+    """Whether ``fd`` became readable (or writable) within ``timeout`` seconds (None: no limit).
+
+    poll(2), not select(2): select cannot watch a descriptor numbered 1024 or more, and a
+    process holding a thousand sessions has many such descriptors.
+    """
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT if writable else select.POLLIN)
+    millis = None if timeout is None else max(0, int(timeout * 1000 + 0.999))
+    return bool(poller.poll(millis))
+
+
 def wait_readable(fd: int, deadline: Optional[float]) -> None:
     """Blocks until ``fd`` is readable; :class:`ProtocolError` (a timeout) once ``deadline`` passes."""
-    if not select.select([fd], [], [], _left(deadline))[0]:
+    if not fd_ready(fd, False, _left(deadline)):
         _left(deadline)
 
 
@@ -112,7 +124,7 @@ class FrameChannel:
         while data:
             data = self._write_some(data)
             if data:
-                select.select([], [self.write_fd], [], _left(deadline))
+                fd_ready(self.write_fd, True, _left(deadline))
 
     async def asend(self, obj: Any, deadline: float, prefix: bytes = b"") -> None:
         """:meth:`send` on the running event loop (waits for the pipe there, not in a thread)."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
 import signal
 import socket
@@ -22,6 +21,7 @@ import threading
 from typing import IO, Optional
 
 from .models import SandboxLimits
+from .protocol import fd_ready
 
 __all__ = ["HostTemplate", "ForkedProcess", "TemplateError", "kill_group", "stderr_tail"]
 
@@ -68,13 +68,13 @@ class ForkedProcess:
         self.returncode: Optional[int] = None
 
     def poll(self) -> Optional[int]:
-        if self.returncode is None and select.select([self._pidfd], [], [], 0)[0]:
+        if self.returncode is None and fd_ready(self._pidfd, False, 0):
             self._exited()
         return self.returncode
 
     def wait(self, timeout: Optional[float] = None) -> int:
         if self.returncode is None:
-            if not select.select([self._pidfd], [], [], timeout)[0]:
+            if not fd_ready(self._pidfd, False, timeout):
                 raise subprocess.TimeoutExpired(str(self.pid), timeout or 0)
             self._exited()
         return self.returncode
