@@ -161,6 +161,7 @@ def update_manifest(ctx: StageContext, counts: dict[str, Any]) -> Path:
     manifest.setdefault("stages", {})[ctx.name] = {
         "config": ctx.config.model_dump(mode="json", exclude={"llm"}),
         "llm_models": {role: c.config.model for role, c in ctx._clients.items()},
+        "llm_seeds": {role: c.config.sampling_seed for role, c in ctx._clients.items()},
         "counts": counts,
         "llm_usage": usage,
         "llm_total": ctx.meter.total().model_dump(),

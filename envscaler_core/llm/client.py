@@ -139,6 +139,9 @@ class LLMClient:
         request = self._build_request(messages, tools, tool_choice, response_format,
                                       temperature, max_tokens)
         label = label or self.label
+        seed = self.config.sampling_seed
+        if seed is not None:  # derived before the cache key: another base seed is another answer
+            request["seed"] = request_seed(seed, request, cache_salt)
         cache_on = self.cache is not None and (use_cache is not False)
         key = cache_key({"model": self._identity, "request": request, "salt": cache_salt}) if cache_on else ""
         if cache_on and (hit := self.cache.get(key)) is not None:
@@ -294,6 +297,13 @@ class LLMClient:
         if not result.content.strip() and not result.tool_calls:
             raise _EmptyResponse("empty response (no content and no tool calls)")
         return result
+
+
+def request_seed(base_seed: int, request: dict[str, Any], cache_salt: Optional[str]) -> int:
+    """A request's sampling seed: fixed by the base seed, the request and its salt (a 31-bit int,
+    which every llama.cpp and OpenAI-compatible server takes)."""
+    digest = cache_key({"seed": base_seed, "request": request, "salt": cache_salt})
+    return int(digest[:8], 16) & 0x7FFFFFFF
 
 
 def _turn_kind(request: dict[str, Any]) -> str:

@@ -45,6 +45,18 @@ class LLMConfig(BaseModel):
     tool with valid arguments, or a final answer (a reply, or the stop marker). For endpoints
     without native tool calling; implied for the embedded model and ``llama_cpp`` endpoints."""
     extra_body: dict[str, Any] = Field(default_factory=dict)
+    seed: Optional[int] = None
+    """Base seed of sampling. Each request is sent its own seed, derived from this one, the request
+    and its cache salt: the same seed gives the same answers on one machine, and two samples of one
+    prompt (different salts) still differ. Unset: 0 on llama.cpp endpoints (the embedded model),
+    no seed sent to other endpoints."""
+
+    @property
+    def sampling_seed(self) -> Optional[int]:
+        """The base seed requests are derived from (None: send none)."""
+        if self.seed is not None:
+            return self.seed
+        return 0 if self.constrain_tool_calls else None
 
     @property
     def is_embedded(self) -> bool:

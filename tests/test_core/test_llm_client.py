@@ -161,3 +161,28 @@ def test_native_endpoints_are_not_constrained(scripted):
     run(LLMClient(scripted.config()).chat(MSG, tools=TOOLS, tool_choice="auto"))
     request = scripted.completion_requests[0]
     assert request["tool_choice"] == "auto" and "response_format" not in request
+
+
+def test_sampling_seed_is_derived_per_request_and_fixed_by_the_base_seed():
+    def seeds(config: dict, salts: list) -> list:
+        with ScriptedServer(policy=lambda r: Reply.text("ok")) as server:
+            client = LLMClient(server.config(cache=False, **config))
+            for salt in salts:
+                run(client.chat(MSG, cache_salt=salt))
+            return [r.get("seed") for r in server.completion_requests]
+
+    first = seeds({"llama_cpp": True}, ["a", "a", "b"])
+    assert first[0] == first[1] != first[2] and all(isinstance(s, int) for s in first)
+    assert seeds({"llama_cpp": True}, ["a", "b"]) == [first[0], first[2]]  # the embedded default: 0
+    assert seeds({"llama_cpp": True, "seed": 0}, ["a"]) == [first[0]]
+    assert seeds({"llama_cpp": True, "seed": 7}, ["a"]) != [first[0]]
+    assert seeds({"seed": 7}, ["a"]) == seeds({"llama_cpp": True, "seed": 7}, ["a"])
+    assert seeds({}, ["a"]) == [None]  # another endpoint gets a seed only when one is configured
+
+
+def test_another_base_seed_misses_the_cache(tmp_path, scripted):
+    scripted.policy = lambda r: Reply.text("fresh")
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    run(LLMClient(scripted.config(seed=1, cache=True), cache=cache).chat(MSG))
+    assert run(LLMClient(scripted.config(seed=1, cache=True), cache=cache).chat(MSG)).cached
+    assert not run(LLMClient(scripted.config(seed=2, cache=True), cache=cache).chat(MSG)).cached
