@@ -17,7 +17,7 @@ ROLL_COPY := $(ROLL_VENV)/src/ROLL
 # tiers with their own venv are collected only by that venv's pytest
 NOT_EVAL := --ignore=tests/test_evaluation --ignore=tests/test_roll
 
-.PHONY: test-sandbox-user setup setup-eval test-eval test-eval-embedded demo test test-embedded test-browser test-train test-ray test-all bench serve setup-train setup-browser setup-roll test-roll clean
+.PHONY: lint format test-unit test-bench test-sandbox-user setup setup-eval test-eval test-eval-embedded demo test test-embedded test-browser test-train test-ray test-all bench serve setup-train setup-browser setup-roll test-roll clean
 
 setup: $(VENV)/.installed
 
@@ -35,9 +35,29 @@ demo: setup
 serve: setup
 	$(PY) -m envscaler_core.llm serve
 
-# The default tier: scripted server, sandbox, artifacts. Fast.
+# ruff (lint, then format as a check), pyright's basic mode via basedpyright, and the import layering.
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/basedpyright
+	$(VENV)/bin/lint-imports --no-cache
+
+# Rewrites the tree the way `make lint` wants it.
+format: setup
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+# The default tier: the scripted server, sandbox, artifacts. The benchmark tier runs alone.
 test: setup
-	$(PYTEST) $(NOT_EVAL) -m "not embedded and not train and not vllm and not browser and not ray"
+	$(PYTEST) $(NOT_EVAL) -m "not embedded and not train and not vllm and not browser and not ray and not bench"
+
+# Pure logic, under a minute: state diffs, tool format, schemas, the store, scoring and episodes on fakes.
+test-unit: setup
+	$(PYTEST) $(NOT_EVAL) -m unit
+
+# Benchmark scripts, heap and nice settings, spies on wire ops: timing- and load-sensitive, run on their own.
+test-bench: setup
+	$(PYTEST) $(NOT_EVAL) -m bench
 
 # The sandbox's hostile-code tests again as a throw-away unprivileged user (useradd when root).
 test-sandbox-user: setup
