@@ -1,7 +1,7 @@
 """Bounds for ``bench_rollout.py --env``: the same episodes with a cheaper environment.
 
 * ``inprocess``: the environment's class runs in the driver's own process (the sandbox's session
-  code, :class:`~envscaler_core.runtime._executor.Executor`, without a process around it): no
+  code, :class:`~envscaler_core.runtime.jailed.executor.Executor`, without a process around it): no
   isolation at all, so what the driver and the model server alone allow.
 * ``fork``: the same, plus what one fresh Python process per episode costs by itself. A fork
   server preloaded like a sandbox host forks one child per episode; the child answers each tool
@@ -29,9 +29,9 @@ from typing import Any, Optional
 from envscaler_core.artifacts import EnvSpec
 from envscaler_core.rollout.types import EpisodeTask, StepOutcome
 from envscaler_core.runtime import SandboxLimits
-from envscaler_core.runtime._executor import Executor
+from envscaler_core.runtime.jailed.executor import Executor
 from envscaler_core.runtime.session import parse_arguments
-from envscaler_core.runtime.state import to_jsonable
+from envscaler_core.runtime.wire.state import to_jsonable
 
 
 class InProcessEnv:
@@ -119,8 +119,8 @@ def fork_server():
 def _serve_forks(path: str) -> None:
     """The fork server: preloaded like a sandbox host, one child per connection."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from envscaler_core.runtime._template import _reap  # the host template's SIGCHLD handler
-    from envscaler_core.runtime._worker import _preload
+    from envscaler_core.runtime.jailed.forkserver import _reap  # the host template's SIGCHLD handler
+    from envscaler_core.runtime.jailed.host import _preload
 
     _preload()
     gc.collect()

@@ -93,7 +93,7 @@ class StageActor:
 
     def close(self) -> dict[str, dict]:
         """Stops the sandbox pools this actor created; returns any usage not yet shipped."""
-        from envscaler_core.runtime.pool import close_adopted_pools
+        from envscaler_core.runtime import close_adopted_pools
 
         close_adopted_pools()
         self._work = None

@@ -4,8 +4,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Optional
 
 from envscaler_core.artifacts import EnvSpec
-from envscaler_core.runtime import Sandbox
-from envscaler_core.runtime.sandbox import call_error, format_arguments
+from envscaler_core.runtime import Sandbox, call_error, format_arguments
 
 _QUERY_PREFIXES = ("get_", "list_", "search_", "find_", "query_", "check_", "view_", "is_", "lookup_",
                    "count_", "show_", "fetch_", "retrieve_")

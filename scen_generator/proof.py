@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from envscaler_core.artifacts import ChecklistItem, CheckOutcome, EnvSpec, Scenario, ValidationReport
-from envscaler_core.runtime import EnvLoadError, Replay, Sandbox, state_hash
-from envscaler_core.runtime.purity import purity_problems
+from envscaler_core.runtime import EnvLoadError, Replay, Sandbox, purity_problems, state_hash
 from envscaler_core.scoring import Scorer, share_true
 
 from scen_generator.mutants import make_mutants

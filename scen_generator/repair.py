@@ -14,11 +14,10 @@ from typing import Optional
 
 from envscaler_core.artifacts import EnvSpec, Scenario
 
-from envscaler_core.runtime import Sandbox
+from envscaler_core.runtime import Sandbox, purity_problems
 from scen_generator.checkers import generate_checker
 from scen_generator.config import ScenGeneratorConfig
 from scen_generator.proof import Proof, prove, record_values
-from envscaler_core.runtime.purity import purity_problems
 from scen_generator.reference import generate_reference
 
 _FRESH_TEMPERATURE = 0.8

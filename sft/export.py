@@ -22,7 +22,7 @@ from envscaler_core import hub
 from envscaler_core.release_layout import TRAJECTORY_FIELDS, trajectory_row
 from envscaler_core.progress import print_table
 from envscaler_core.runner import StageContext, update_manifest
-from envscaler_core.runtime.state import hash_jsonable
+from envscaler_core.runtime import hash_jsonable
 from envscaler_core.store import ArtifactError, JsonlStore, read_json, write_json_atomic
 from sft.dialogue import DropSample, to_dialogue
 from sft.formats import to_alpaca, to_sharegpt

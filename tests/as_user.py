@@ -4,7 +4,7 @@ As root: creates the system user ``envscaler-sbx-test`` if missing (``useradd``)
 tracked files of the checkout into a fresh folder it owns (a normal user's own checkout, where
 the integrity tests plant their fake ``.env``), and runs the tests there under that uid. When the
 interpreter lives where the user cannot enter (``/root/.pyenv``), a private mount namespace shows
-it only the interpreter (the runtime's own :func:`~envscaler_core.runtime._mountns.hide`). As a
+it only the interpreter (the runtime's own :func:`~envscaler_core.runtime.jailed.mountns.hide`). As a
 normal user: runs the same tests directly.
 """
 from __future__ import annotations
@@ -39,7 +39,7 @@ def main() -> int:
     if os.geteuid() != 0:
         return subprocess.call(_pytest(ROOT), cwd=ROOT)
     sys.path.insert(0, ROOT)
-    from envscaler_core.runtime._mountns import hide, untraversable_ancestor
+    from envscaler_core.runtime.jailed.mountns import hide, untraversable_ancestor
 
     try:
         pwd.getpwnam(USER)

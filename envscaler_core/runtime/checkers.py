@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from .models import CheckResult, WorkerError
-from .state import to_jsonable
+from .wire.state import to_jsonable
 
 __all__ = ["run_checkers", "arun_checkers"]
 

@@ -16,7 +16,7 @@ import time
 from typing import Any, Awaitable, Callable, Optional
 
 from .models import CallResult, EnvLoadError, WorkerError
-from .state import apply_diff, hash_jsonable, json_copy, to_jsonable
+from .wire.state import apply_diff, hash_jsonable, json_copy, to_jsonable
 
 __all__ = ["EnvSession", "compute_schemas", "parse_arguments"]
 

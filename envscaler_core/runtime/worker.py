@@ -26,10 +26,10 @@ import time
 from typing import Any, Optional
 
 from . import posture
-from ._reply import KEY_BYTES, ForgedReply, ReplyCheck
+from .wire.replies import KEY_BYTES, ForgedReply, ReplyCheck
 from .models import SandboxLimits, WorkerError
-from .protocol import FrameChannel, ProtocolError, wait_readable
-from .template import HostTemplate, TemplateError, kill_group, stderr_tail
+from .wire.framing import FrameChannel, ProtocolError, wait_readable
+from .forkserver import HostTemplate, TemplateError, kill_group, stderr_tail
 
 __all__ = ["Worker", "new_template", "worker_env", "netns_prefix"]
 
@@ -42,9 +42,9 @@ _NETNS_LOCK = threading.Lock()
 
 
 _BOOT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
-         "from envscaler_core.runtime._worker import main; main()")
+         "from envscaler_core.runtime.jailed.host import main; main()")
 _TEMPLATE_BOOT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
-                  "from envscaler_core.runtime._template import run; run()")
+                  "from envscaler_core.runtime.jailed.forkserver import run; run()")
 
 
 def worker_env(workdir: str) -> dict[str, str]:

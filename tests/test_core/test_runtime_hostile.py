@@ -216,7 +216,7 @@ def test_runs_unprivileged_without_network(sandbox_pool):
 
 
 _FORGE_DIFF = """
-executor = sys.modules["envscaler_core.runtime._executor"]
+executor = sys.modules["envscaler_core.runtime.jailed.executor"]
 executor.diff_jsonable = lambda before, after: [{"op": "replace", "path": "/counter", "value": 99},
                                                 {"op": "replace", "path": "/missing/x", "value": 1}]
 {crash}

@@ -19,8 +19,8 @@ import pytest
 
 from envscaler_core.runtime import SandboxLimits, WorkerError, WorkerPool, posture, run_checkers
 from envscaler_core.runtime import worker as worker_mod
-from envscaler_core.runtime._confine import checkout_root
-from envscaler_core.runtime._landlock import abi_version
+from envscaler_core.runtime.jailed.confine import checkout_root
+from envscaler_core.runtime.jailed.landlock import abi_version
 
 from .conftest import FAST_LIMITS, hostile
 
@@ -376,7 +376,7 @@ def test_a_do_nothing_episode_with_a_forging_checker_scores_nothing(scripted_env
 
 def test_sandbox_never_wipes_a_folder_that_is_not_its_own(tmp_path):
     """A host whose working folder is not a sandbox folder (``/tmp``, the checkout) leaves it alone."""
-    from envscaler_core.runtime import _worker
+    from envscaler_core.runtime.jailed import host as _worker
 
     outside = tmp_path / "checkout"
     outside.mkdir()

@@ -9,7 +9,7 @@ import tempfile
 
 import pytest
 
-from envscaler_core.runtime import _landlock
+from envscaler_core.runtime.jailed import landlock as _landlock
 
 pytestmark = [pytest.mark.timeout(30),
               pytest.mark.skipif(_landlock.abi_version() < 1, reason="this kernel has no Landlock")]

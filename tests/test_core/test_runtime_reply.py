@@ -8,8 +8,8 @@ import signal
 import pytest
 
 from envscaler_core.runtime import WorkerPool
-from envscaler_core.runtime._reply import HOST, LAST, REPLY, ForgedReply, ReplyCheck, signed_frame
-from envscaler_core.runtime._worker import CLEAN_EXIT, _signer
+from envscaler_core.runtime.wire.replies import HOST, LAST, REPLY, ForgedReply, ReplyCheck, signed_frame
+from envscaler_core.runtime.jailed.host import CLEAN_EXIT, _signer
 from envscaler_core.testing.library import LIBRARY_SOURCE, library_state
 
 from .conftest import FAST_LIMITS, hostile
@@ -110,7 +110,7 @@ while frame is not None and "send" not in frame.f_locals:
 send, in_fd = frame.f_locals["send"], frame.f_locals["in_fd"]
 cells = dict(zip(send.__code__.co_freevars, (c.cell_contents for c in send.__closure__)))
 key, seq, fd = cells["key"], cells["seq"], cells["fd"]
-from envscaler_core.runtime._reply import signed_frame, LAST, REPLY
+from envscaler_core.runtime.wire.replies import signed_frame, LAST, REPLY
 
 def put(k, kind, n, obj):
     data = signed_frame(k, kind, n, json.dumps(obj).encode())

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from envscaler_core.runtime import EnvLoadError, compute_schemas
-from envscaler_core.runtime.schema import parse_docstring
+from envscaler_core.runtime.wire.schema import parse_docstring
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -86,7 +86,7 @@ def test_hash_independent_of_insertion_and_set_order():
 def test_hash_stable_across_processes():
     state = {"users": {"u1": {"tags": {"z", "a", "m"}, "n": 1.5}}, "ids": list(range(5))}
     mine = state_hash(state)
-    code = ("from envscaler_core.runtime.state import state_hash; "
+    code = ("from envscaler_core.runtime.wire.state import state_hash; "
             "print(state_hash({'ids': list(range(5)), 'users': {'u1': {'n': 1.5, 'tags': {'m', 'a', 'z'}}}}))")
     hashes = set()
     for seed in ("1", "2", "random"):
@@ -232,7 +232,7 @@ def test_the_fast_hash_of_plain_data_equals_the_hash_after_conversion():
     the converted value's for everything (a non-string key is sorted as its string, NaN is a string)."""
     import random
 
-    from envscaler_core.runtime.state import _plain_canonical, hash_jsonable
+    from envscaler_core.runtime.wire.state import _plain_canonical, hash_jsonable
 
     rng, fast_paths = random.Random(5), 0
     for _ in range(3000):

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from envscaler_core.runtime import WorkerPool
-from envscaler_core.runtime.template import ForkedProcess, kill_group
+from envscaler_core.runtime.forkserver import ForkedProcess, kill_group
 from envscaler_core.runtime.worker import Worker, netns_prefix, worker_env
 from envscaler_core.testing.library import LIBRARY_SOURCE, library_state
 
@@ -334,7 +334,7 @@ def test_a_forged_reply_from_a_template_session_is_rejected():
 
 
 def test_a_template_with_a_thread_or_child_is_refused(tmp_path):
-    from envscaler_core.runtime._envtemplate import _Template
+    from envscaler_core.runtime.jailed.templates import _Template
 
     code = "import threading, time, sys; threading.Thread(target=time.sleep, args=(30,), daemon=True).start(); print(1, flush=True); time.sleep(30)"
     busy = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
@@ -352,7 +352,7 @@ def test_a_template_with_a_thread_or_child_is_refused(tmp_path):
 def test_the_sandbox_side_imports_none_of_the_driver_side():
     """A host carries only what sessions need: every session is forked from it, and a smaller process
     forks and exits faster (issue 18). The package's names still resolve for the stages."""
-    code = ("import sys; from envscaler_core.runtime._worker import _preload; _preload(); "
+    code = ("import sys; from envscaler_core.runtime.jailed.host import _preload; _preload(); "
             "print(sorted(m for m in ('asyncio', 'envscaler_core.runtime.pool', 'envscaler_core.artifacts', "
             "'envscaler_core.runtime.sandbox', 'openai', 'httpx') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -4,9 +4,8 @@ from __future__ import annotations
 import pickle
 
 from envscaler_core.rollout import ChecklistReward, ScenarioEnvs
-from envscaler_core.runtime import Sandbox, WorkerPool
+from envscaler_core.runtime import Sandbox, WorkerPool, close_adopted_pools
 from envscaler_core.scoring import Scorer
-from envscaler_core.runtime.pool import close_adopted_pools
 
 
 def test_a_pool_unpickles_as_this_process_pool_once_per_token():

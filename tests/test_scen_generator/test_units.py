@@ -133,7 +133,7 @@ def test_bundled_env_matches_its_source():
 
 
 def test_purity_check():
-    from envscaler_core.runtime.purity import purity_problems
+    from envscaler_core.runtime.wire.purity import purity_problems
     assert purity_problems("import re\ndef check_func(f, i):\n    return bool(re.match('a', 'a'))\n") == []
     bad = ("import os\ncounter = 0\ndef check_func(f, i):\n    global counter\n"
            "    print(f.__class__)\n    return open('x') is None\n")

@@ -11,7 +11,7 @@ end (fd 3 in the host, :mod:`._worker`). The answer is ``{"pid": ...}`` carrying
 pidfd of the new host (so the parent can watch a process that is not its child). The forked
 host starts its own session and process group, closes every other descriptor, moves into its
 directory, points HOME/TMPDIR there, optionally unshares the network namespace, and runs the
-ordinary host loop (:func:`._worker.main`); hardening stays per session, after the
+ordinary host loop (:func:`.host.main`); hardening stays per session, after the
 session's own fork. The template exits when the control socket closes (the parent is gone).
 """
 from __future__ import annotations
@@ -39,7 +39,7 @@ def _become_host(req: dict, fds: list[int], control: int) -> None:
     """In the forked child: set up like a freshly started worker, then serve as a host."""
     code = 1
     try:
-        from ._worker import ENDED_FD, main  # imported by the template already
+        from .host import ENDED_FD, main  # imported by the template already
 
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the host waits for its own sessions
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
@@ -70,14 +70,14 @@ def _reap(*_: object) -> None:
 
 
 def main() -> None:
-    from . import _confine
-    from ._worker import _preload
+    from . import confine
+    from .host import _preload
 
     control = socket.socket(fileno=os.dup(0))
     os.dup2(os.open(os.devnull, os.O_RDWR), 0)
     sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
     _preload()
-    _confine.scrub_sys_path()
+    confine.scrub_sys_path()
     gc.collect()
     gc.freeze()
     signal.signal(signal.SIGCHLD, _reap)
@@ -108,7 +108,7 @@ def main() -> None:
 
 def run() -> None:
     """Entry point (see ``template.HostTemplate``): the template exits when its parent does."""
-    from ._worker import is_own_folder
+    from .host import is_own_folder
 
     try:
         main()

@@ -11,7 +11,7 @@ modules, time-zone data) and the one it may write (its private folder), built in
    binds back only the installation. Without Landlock: the mount namespace alone (root), or
    nothing, reported as ``filesystem: "none"``.
 
-:func:`harden` runs in each freshly forked session: :func:`._guard.drop_privileges` (uid/gid,
+:func:`harden` runs in each freshly forked session: :func:`.guard.drop_privileges` (uid/gid,
 every capability, no_new_privs), then the inherited ruleset is applied (it needs no_new_privs)
 and its descriptor closed.
 
@@ -26,11 +26,11 @@ import sys
 import sysconfig
 from typing import Optional
 
-from . import _guard, _landlock, _mountns
+from . import guard, landlock, mountns
 
 __all__ = ["plan", "prepare", "harden", "checkout_root"]
 
-_RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__))
+_RUNTIME_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # runtime/, with wire/ and jailed/
 _SHARED_LIBS = ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib", "/etc/ld.so.cache"]
 _DATA = ["/usr/share/zoneinfo", "/etc/localtime", "/dev/urandom", "/dev/zero"]
 _SECRET_PLACES = ["/root", "/home", "/tmp", "/var/tmp", "/dev/shm", "/mnt", "/media", "/srv", "/run"]
@@ -81,11 +81,11 @@ def _mode(requested: str, abi: int, root: bool) -> str:
     return "landlock" if abi >= 1 else "mount_ns" if root else "none"
 
 
-def _landlock_ruleset(read: list[str], write: list[str]) -> _landlock.Ruleset:
-    ruleset = _landlock.Ruleset(deny_tcp=True, scope=True)
-    ruleset.allow(read, _landlock.READ)
-    ruleset.allow(write, _landlock.READ_WRITE)
-    ruleset.allow([os.devnull], _landlock.READ | _landlock.WRITE_FILE | _landlock.TRUNCATE | _landlock.IOCTL_DEV)
+def _landlock_ruleset(read: list[str], write: list[str]) -> landlock.Ruleset:
+    ruleset = landlock.Ruleset(deny_tcp=True, scope=True)
+    ruleset.allow(read, landlock.READ)
+    ruleset.allow(write, landlock.READ_WRITE)
+    ruleset.allow([os.devnull], landlock.READ | landlock.WRITE_FILE | landlock.TRUNCATE | landlock.IOCTL_DEV)
     return ruleset
 
 
@@ -94,7 +94,7 @@ def prepare(cfg: dict, plan_: dict) -> dict:
     namespace (entered by the host itself, so sessions start inside it)."""
     uid = int(cfg.get("uid") or 0) if cfg.get("drop_privileges", True) else 0
     requested = cfg["limits"].get("file_confinement", "auto")
-    abi = _landlock.abi_version()
+    abi = landlock.abi_version()
     mode = _mode(requested, abi, os.geteuid() == 0)
     prepared: dict = {"uid": uid, "ruleset": None,
                       "posture": {"filesystem": mode, "landlock_abi": abi, "problems": [], "hidden": []}}
@@ -107,12 +107,12 @@ def prepare(cfg: dict, plan_: dict) -> dict:
             posture.update(tcp="denied by Landlock" if abi >= 4 else "not covered by Landlock (ABI < 4)",
                            scoped_signals=abi >= 6, scoped_abstract_sockets=abi >= 6)
             if uid > 0:  # the session uid must still be able to enter the Python installation
-                blocked = {a for a in (_mountns.untraversable_ancestor(p, uid) for p in read) if a}
+                blocked = {a for a in (mountns.untraversable_ancestor(p, uid) for p in read) if a}
                 if blocked:
-                    posture["hidden"] = _mountns.hide(blocked, keep)
+                    posture["hidden"] = mountns.hide(blocked, keep)
         elif mode == "mount_ns":
             hidden = _SECRET_PLACES + ([plan_["checkout"]] if plan_.get("checkout") else [])
-            posture["hidden"] = _mountns.hide(hidden, keep)
+            posture["hidden"] = mountns.hide(hidden, keep)
         else:
             posture["warning"] = ("reads are not confined: file_confinement is off" if requested == "off" else
                                   "reads are not confined: no Landlock on this kernel and not root (no mount namespace)")
@@ -125,7 +125,7 @@ def harden(prepared: dict) -> dict:
     """Session side: drops every privilege, then applies the host's Landlock ruleset; returns
     the posture (what holds, read back from the kernel)."""
     posture = {**prepared["posture"], "problems": list(prepared["posture"]["problems"])}
-    posture["privileges"] = _guard.drop_privileges(prepared["uid"])
+    posture["privileges"] = guard.drop_privileges(prepared["uid"])
     posture["problems"] += posture["privileges"]["problems"]
     if prepared["ruleset"] is not None:
         try:

@@ -33,7 +33,7 @@ import copy
 from RestrictedPython import RestrictingNodeTransformer, compile_restricted, safe_builtins
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence, safer_getattr
 
-from .purity import PURE_MODULES
+from ..wire.purity import PURE_MODULES
 
 __all__ = ["compile_checker", "checker_globals", "guarded_getattr", "guarded_import"]
 

@@ -60,7 +60,7 @@ def _signer(fd: int, key: bytes):
     :mod:`._reply`). The last one ends the process: written with the garbage collector off and
     every signal blocked, then ``os._exit`` at once, so no environment code (a finalizer, a
     signal handler) runs after it and writes what the parent would read as the next session's."""
-    from ._reply import LAST, REPLY, write_signed
+    from ..wire.replies import LAST, REPLY, write_signed
 
     seq = iter(range(1 << 62))
 
@@ -89,10 +89,9 @@ def _remove_workdir() -> None:
 def _serve(in_fd: int, send, limits: dict, first: Optional[dict] = None, ex=None) -> int:
     """Answers ``first`` (the request the host read) and then the requests read from ``in_fd``
     until a one-shot op ends the session; ``ex``: an executor with the class already loaded."""
-    from ._checkbatch import run_check_batch
-    from ._checkfn import run_check
-    from ._executor import Executor
-    from .protocol import ProtocolError, read_frame
+    from .checks import run_check, run_check_batch
+    from .executor import Executor
+    from ..wire.framing import ProtocolError, read_frame
 
     ex = ex or Executor(limits)
     handlers = {"load": ex.load, "call": ex.call, "snapshot": lambda r: ex.snapshot(),
@@ -137,7 +136,7 @@ def _quiet() -> None:
 def _session(in_fd: int, reply_fd: int, key: bytes, cfg: dict, prepared: dict, probe: bool,
              first: Optional[dict] = None) -> None:
     """The forked session: confine, drop privileges, harden, serve (or report the posture)."""
-    from . import _confine, _guard
+    from . import confine, guard
 
     ruleset = prepared["ruleset"]
     _quiet()
@@ -146,14 +145,14 @@ def _session(in_fd: int, reply_fd: int, key: bytes, cfg: dict, prepared: dict, p
     try:
         send = _signer(reply_fd, key)
         del key
-        posture = _confine.harden(prepared)
+        posture = confine.harden(prepared)
         if probe:
             send({"posture": posture}, last=True)
         elif posture["problems"] and not cfg["limits"].get("allow_weaker_sandbox"):
             code = HARDENING_FAILED
         else:
-            _guard.set_rlimits(cfg["limits"])
-            _guard.install_audit_hook(os.getcwd())
+            guard.set_rlimits(cfg["limits"])
+            guard.install_audit_hook(os.getcwd())
             code = _serve(in_fd, send, cfg["limits"], first)
     finally:
         os._exit(code)
@@ -184,7 +183,8 @@ def _preload() -> None:
     import RestrictedPython  # noqa: F401
     from pydantic import BaseModel, create_model  # noqa: F401
 
-    from . import _checkbatch, _checkfn, _confine, _envtemplate, _executor, _guard, _landlock, _mountns, _reply, _restricted, purity, schema, state  # noqa: F401
+    from ..wire import purity, replies, schema, state  # noqa: F401
+    from . import checks, confine, executor, guard, landlock, mountns, restricted, templates  # noqa: F401
 
     class _Warm(typing.TypedDict):
         a: int
@@ -203,8 +203,8 @@ def _fork_session(in_fd: int, reply_fd: int, key: bytes, cfg: dict, prepared: di
 
 def _probe(in_fd: int, cfg: dict, prepared: dict) -> dict:
     """Runs the hardening once in a throw-away session and returns what it achieved."""
-    from ._reply import KEY_BYTES, ForgedReply, ReplyCheck
-    from .protocol import ProtocolError, read_body
+    from ..wire.replies import KEY_BYTES, ForgedReply, ReplyCheck
+    from ..wire.framing import ProtocolError, read_body
 
     key = os.urandom(KEY_BYTES)
     r, w = os.pipe()
@@ -234,26 +234,26 @@ def main(cfg: Optional[dict] = None) -> None:
 
 def _host(cfg: Optional[dict] = None) -> None:
     """Host loop: preload (unless forked warm), probe the hardening, report ready, fork sessions forever."""
-    from . import _confine, _envtemplate, _guard
-    from ._reply import HOST, KEY_BYTES, write_signed
-    from .protocol import ProtocolError, read_body, write_frame
+    from . import confine, guard, templates as envtemplates
+    from ..wire.replies import HOST, KEY_BYTES, write_signed
+    from ..wire.framing import ProtocolError, read_body, write_frame
 
     warm, cfg = cfg is not None, cfg or json.loads(sys.argv[1])
     if cfg["ended_fd"] != ENDED_FD:  # a cold host (pass_fds kept the parent's number): move it
         os.dup2(cfg["ended_fd"], ENDED_FD)
         os.close(cfg["ended_fd"])
     in_fd, out_fd = os.dup(0), os.dup(1)
-    _guard.yield_cpu(cfg["limits"].get("nice", 0))
+    guard.yield_cpu(cfg["limits"].get("nice", 0))
     if not warm:
         _preload()
-    _confine.scrub_sys_path()
+    confine.scrub_sys_path()
     sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
-    prepared = _confine.prepare(cfg, _confine.plan(os.getcwd()))
+    prepared = confine.prepare(cfg, confine.plan(os.getcwd()))
     gc.collect()
     gc.freeze()
     posture = _probe(in_fd, cfg, prepared)
     write_frame(out_fd, {"ready": True, "pid": os.getpid(), "uid": cfg.get("uid"), "posture": posture})
-    templates = _envtemplate.Templates(cfg, prepared, in_fd, out_fd) if cfg["limits"].get("env_templates", True) else None
+    templates = envtemplates.Templates(cfg, prepared, in_fd, out_fd) if cfg["limits"].get("env_templates", True) else None
     while True:
         _wipe(os.getcwd())
         try:
@@ -264,7 +264,7 @@ def _host(cfg: Optional[dict] = None) -> None:
             _remove_workdir()  # the parent is gone: nobody else will remove it
             os._exit(1)
         if templates is not None:
-            status = templates.session(_envtemplate.template_key(first), body, first, key)
+            status = templates.session(envtemplates.template_key(first), body, first, key)
         else:
             status = _cold_session(in_fd, out_fd, key, cfg, prepared, first)
         if os.WIFEXITED(status) and os.WEXITSTATUS(status) == CLEAN_EXIT:

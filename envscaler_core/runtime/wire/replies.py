@@ -32,7 +32,7 @@ import hashlib
 import hmac
 import struct
 
-from .protocol import encode_json, write_all
+from .framing import encode_json, write_all
 
 __all__ = ["KEY_BYTES", "REPLY", "LAST", "HOST", "ForgedReply", "ReplyCheck", "signed_frame", "write_signed"]
 

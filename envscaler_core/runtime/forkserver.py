@@ -21,7 +21,7 @@ import threading
 from typing import IO, Optional
 
 from .models import SandboxLimits
-from .protocol import fd_ready
+from .wire.framing import fd_ready
 
 __all__ = ["HostTemplate", "ForkedProcess", "TemplateError", "kill_group", "stderr_tail"]
 

@@ -7,13 +7,14 @@ proof, a released or hand-edited ``scenarios.jsonl``, or skel_builder's predicat
 
 from __future__ import annotations
 
+import copy
 import inspect
 from typing import Any, Callable, Optional
 
-from ._executor import CHECK_FILE, SoftTimeout, deadline, exec_source, short_traceback
-from ._restricted import checker_globals, compile_checker
-from .purity import purity_problems
-from .state import UnserializableError, state_hash
+from .executor import CHECK_FILE, SoftTimeout, deadline, exec_source, short_traceback
+from .restricted import checker_globals, compile_checker
+from ..wire.purity import purity_problems
+from ..wire.state import UnserializableError, state_hash
 
 
 def _hash(value: Any) -> Optional[str]:
@@ -78,3 +79,18 @@ def run_check(req: dict) -> dict:
 
 def _result(status: str, error: Optional[str]) -> dict:
     return {"ok": True, "status": status, "error": error}
+
+def run_check_batch(req: dict) -> dict:
+    """``{"sources", "final_state", "initial_state", "timeout_s"}`` -> one result per source."""
+    final, initial = req["final_state"], req["initial_state"]
+    results = []
+    for index, source in enumerate(req["sources"]):
+        fresh = index == 0
+        one = {"source": source, "timeout_s": req["timeout_s"],
+               "final_state": final if fresh else copy.deepcopy(final),
+               "initial_state": initial if fresh else copy.deepcopy(initial)}
+        if fresh:
+            final, initial = copy.deepcopy(final), copy.deepcopy(initial)  # pristine for the next ones
+        result = run_check(one)
+        results.append({"status": result["status"], "error": result.get("error")})
+    return {"ok": True, "results": results}

@@ -22,8 +22,8 @@ from typing import Any, Optional
 
 from pydantic import ValidationError
 
-from .schema import ToolSpec, build_tools, format_validation_error
-from .state import UnserializableError, diff_jsonable, hash_jsonable, to_jsonable
+from ..wire.schema import ToolSpec, build_tools, format_validation_error
+from ..wire.state import UnserializableError, diff_jsonable, hash_jsonable, to_jsonable
 
 ENV_FILE, CHECK_FILE, MODULE_NAME = "<env>", "<checker>", "envscaler_env"
 

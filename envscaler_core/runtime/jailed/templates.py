@@ -5,7 +5,7 @@ most of a session's start (issue 18). So the host (:mod:`._worker`) reads each s
 op itself; for a session ``load`` it keeps, for the last ``TEMPLATES_PER_HOST`` environments it
 served, a *template* (and one *base* template, never given any environment, for every other op:
 checker batches, schema-only loads): a process forked from the host that hardens itself exactly like a session
-(:func:`._confine.harden`: privileges dropped, the host's Landlock ruleset; the same rlimits and
+(:func:`.confine.harden`: privileges dropped, the host's Landlock ruleset; the same rlimits and
 audit hook), executes the module and builds the tools once, and then forks every session of that
 environment. The kernel state a session needs (uid, empty capability sets, ``no_new_privs``, the
 Landlock domain with its private folder as the only writable place, the mount and network
@@ -26,7 +26,7 @@ uid (when started as root); the audit hook lets only the runtime's fork loop
 audit event: the kernel's limit is what stops the module). After the load the host checks that
 the template has one thread and no child, and the template blocks every signal and freezes the
 garbage collector, so none of the environment's code runs in it any more. It forks its sessions with a bare ``fork(2)``
-(:func:`._guard.bare_fork`): no ``os.register_at_fork`` handler runs, so a handler the module
+(:func:`.guard.bare_fork`): no ``os.register_at_fork`` handler runs, so a handler the module
 registered cannot run the environment's code in the template at every fork (and the child skips
 CPython's after-fork work). ``random`` is reseeded per session (then seeded by the load's seed, if
 any, before the constructor), so only code at a module's top level sees one state per template.
@@ -45,12 +45,12 @@ import socket
 import struct
 from typing import Any, Optional
 
-from . import _confine, _guard
-from ._executor import Executor
-from ._reply import HOST, write_signed
-from ._worker import (CATCHABLE_SIGNALS, CLEAN_EXIT, HARDENING_FAILED, PARENT_GONE, _close_other_fds, _quiet, _serve,
+from . import confine, guard
+from .executor import Executor
+from ..wire.replies import HOST, write_signed
+from .host import (CATCHABLE_SIGNALS, CLEAN_EXIT, HARDENING_FAILED, PARENT_GONE, _close_other_fds, _quiet, _serve,
                       _signer)
-from .protocol import ProtocolError, read_frame, write_frame
+from ..wire.framing import ProtocolError, read_frame, write_frame
 
 __all__ = ["TEMPLATES_PER_HOST", "Templates", "template_key"]
 
@@ -89,15 +89,15 @@ def _template(sock: socket.socket, first: Optional[dict], cfg: dict, prepared: d
         ruleset = prepared["ruleset"]
         _quiet()
         _close_other_fds({sock.fileno(), ruleset.fd if ruleset else -1})  # the host's pipes stay with the host
-        posture = _confine.harden(prepared)
+        posture = confine.harden(prepared)
         if posture["problems"] and not cfg["limits"].get("allow_weaker_sandbox"):
             code = HARDENING_FAILED
             return
-        if not _guard.parent_death_signal(host):  # after harden: a change of uid clears it
+        if not guard.parent_death_signal(host):  # after harden: a change of uid clears it
             code = PARENT_GONE  # its sessions reply to the parent itself: none may outlive the host
             return
-        _guard.set_rlimits(cfg["limits"], (0, hard))
-        _guard.install_audit_hook(os.getcwd(), frozenset({_fork_sessions.__code__, _lower_nproc.__code__}))
+        guard.set_rlimits(cfg["limits"], (0, hard))
+        guard.install_audit_hook(os.getcwd(), frozenset({_fork_sessions.__code__, _lower_nproc.__code__}))
         ex = Executor(cfg["limits"])
         error = ex.prepare(first) if first is not None else None
         del first
@@ -125,7 +125,7 @@ def _fork_sessions(sock: socket.socket, hard: int) -> Optional[tuple[bytes, byte
         got = _next_request(sock)
         if got is None:
             return None
-        pid = _guard.bare_fork()
+        pid = guard.bare_fork()
         if pid == 0:
             return got
         for fd in got[2]:
@@ -171,10 +171,10 @@ def _session(sock: socket.socket, got: tuple[bytes, bytes, list[int]], cfg: dict
     _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
     random.seed()  # the template's state otherwise (a bare fork skips random's own reseed); a load's seed replaces it
     gc.enable()
-    if not _guard.parent_death_signal(template):
+    if not guard.parent_death_signal(template):
         return PARENT_GONE
     _lower_nproc()
-    _guard.install_audit_hook(os.getcwd())  # the session's own hook: no runtime function is trusted
+    guard.install_audit_hook(os.getcwd())  # the session's own hook: no runtime function is trusted
     send = _signer(reply_fd, key)
     del key, got
     return _serve(in_fd, send, cfg["limits"], json.loads(body), ex)
@@ -240,7 +240,7 @@ class Templates:
 
     Args:
         cfg: The host's config.
-        prepared: The host's confinement (:func:`._confine.prepare`), applied by each template.
+        prepared: The host's confinement (:func:`.confine.prepare`), applied by each template.
         in_fd: The parent's request pipe (handed to each session, never kept by a template).
         out_fd: The pipe to the parent.
     """
