@@ -15,9 +15,9 @@ OFFICIAL ?= .official
 ROLL_VENV ?= .venv-roll
 ROLL_COPY := $(ROLL_VENV)/src/ROLL
 # tiers with their own venv are collected only by that venv's pytest
-NOT_EVAL := --ignore=tests/test_evaluation --ignore=tests/test_roll
+NOT_EVAL := --ignore=tests/test_evaluation --ignore=tests/test_roll --ignore=tests/test_openenv
 
-.PHONY: lint format test-unit test-bench test-sandbox-user setup setup-eval test-eval test-eval-embedded demo test test-embedded test-browser test-train test-ray test-all bench serve setup-train setup-browser setup-roll test-roll clean
+.PHONY: setup-openenv test-openenv lint format test-unit test-bench test-sandbox-user setup setup-eval test-eval test-eval-embedded demo test test-embedded test-browser test-train test-ray test-all bench serve setup-train setup-browser setup-roll test-roll clean
 
 setup: $(VENV)/.installed
 
@@ -129,6 +129,22 @@ $(ROLL_VENV)/.installed: requirements-roll.txt
 test-roll: setup setup-roll
 	ENVSCALER_GGUF=$$($(PY) -c 'from envscaler_core.llm.models import resolve_model_path as r; print(r("qwen2.5-coder-0.5b")[0])') \
 	PYTHONPATH=$(CURDIR) $(ROLL_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_roll -m roll
+
+# OpenEnv (serve-openenv, export-openenv, OpenEnv's own clients): openenv 0.10.0 needs fastmcp 3 and
+# so mcp 1.x, while the main venv pins mcp 2.3.0 (serve-mcp): its own venv.
+OPENENV_VENV ?= .venv-openenv
+
+setup-openenv: $(OPENENV_VENV)/.installed
+
+$(OPENENV_VENV)/.installed: requirements-openenv.txt requirements.txt pyproject.toml
+	test -x $(OPENENV_VENV)/bin/python || $(PYTHON) -m venv $(OPENENV_VENV)
+	$(OPENENV_VENV)/bin/python -m pip -q install -U pip
+	$(OPENENV_VENV)/bin/python -m pip -q install -r requirements-openenv.txt
+	$(OPENENV_VENV)/bin/python -m pip -q install --no-deps -e .
+	touch $@
+
+test-openenv: setup-openenv
+	$(OPENENV_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_openenv -m openenv
 
 test-all: test test-embedded test-browser test-ray test-train test-eval test-roll
 

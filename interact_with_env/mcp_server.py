@@ -15,14 +15,14 @@ from mcp.server import Server
 from mcp.server.stdio import stdio_server
 
 from envscaler_core.runtime import EnvSession
+from interact_with_env.tool_schemas import tool_fields
 
 STATE_URI = "env://state"
 
 
 def _tool(schema: dict[str, Any]) -> types.Tool:
-    fn = schema.get("function", schema)
-    params = fn.get("parameters") or {"type": "object", "properties": {}}
-    return types.Tool(name=fn["name"], description=fn.get("description") or "", input_schema=params)
+    name, description, params = tool_fields(schema)
+    return types.Tool(name=name, description=description, input_schema=params)
 
 
 def build_server(session: EnvSession, env_id: str) -> Server:
