@@ -11,9 +11,9 @@ def settle_for_long_run() -> None:
     """Freezes every object alive now (modules, classes, the loaded config and inputs) out of the
     cyclic collector's reach, and collects the young generation a tenth as often.
 
-    A rollout allocates many short-lived containers per episode, and each collection of the older
-    generations walked every object of the imported libraries again: 0.21-0.28 ms of driver CPU
-    per episode at 64 episodes in flight, 0.06 ms after this (issue 18). Called where a stage
+    A rollout allocates many short-lived containers per episode, and without this each collection
+    of the older generations walks every object of the imported libraries again, a large share of
+    the driver's CPU per episode with many episodes in flight. Called where a stage
     starts its items; once per process (what is frozen is never freed, so later calls, e.g. many
     runs in one test session, freeze nothing more).
     """

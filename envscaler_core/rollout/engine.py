@@ -57,9 +57,9 @@ class RolloutEngine:
     async def open_env(self, task: EpisodeTask, behind: bool = False) -> ToolEnv:
         """Opens ``task``'s environment (``behind``: through the factory's ``open_behind`` when it
         has one). First the reward hook's ``prepare`` (if any) starts what the score will need
-        ahead of the episode: started before the first episodes' sandbox processes, a reference
-        replay is done by their first score (started after them, it waited behind their start:
-        first episode 1.27 -> 2.23 s at 64 x 100 ms)."""
+        ahead of the episode: it must start before the environment opens, so that a reference
+        replay runs beside the sandbox's start-up rather than queueing behind it, and is done by
+        the episode's first score."""
         prepare = getattr(self.reward_hook, "prepare", None)
         if prepare is not None:
             prepare(task)
