@@ -39,15 +39,15 @@ class ScenGeneratorConfig(StageConfig):
         state_max_tokens / max_tokens: Output caps (a small model can loop inside a JSON dict).
         state_rules: What a state that breaks the env's rule predicates gets: ``reject``
             (re-sample with the rule shown, then drop), ``record`` (keep, with the violations
-            stored in ``state_warnings``) or ``off``. Measured: the 1.5B model broke a
-            cross-record rule in 6 of 6 samples, so the default only records.
+            stored in ``state_warnings``) or ``off``. Small models rarely keep cross-record
+            rules, so the default only records.
         scenario_mode: ``task_first`` (the paper: task, checklist, LLM checkers, then a reference)
             or ``plan_first`` (executed state-changing calls first, checkers written from their
             diff, then the task worded to ask for exactly that; see ``plan_first.py``).
         plan_min_calls / plan_max_calls: Size of a ``plan_first`` reference (successful,
             state-changing calls).
         plan_min_records: Different records (or top-level values) a ``plan_first`` reference must
-            change (issue 17: several state changes over at least two records).
+            change (several state changes over at least two records).
         plan_lookups: Ids of existing records the plan works on that the request must not give:
             it names each such record by a unique description instead ("the book titled 'Dune'"),
             and a query tool must show the id next to it, so the agent has to look it up.

@@ -1,4 +1,4 @@
-"""Test arguments derived from the tools themselves (issue 11, item 3).
+"""Test arguments derived from the tools themselves.
 
 Positive cases take ids that exist in the current state and values of same-named attributes;
 negative cases mutate them (unknown ids, empty strings, negative numbers). A weak tester model

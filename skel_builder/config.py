@@ -10,7 +10,7 @@ class SkelBuilderConfig(StageConfig):
     """Budgets and switches of mine -> synthesize -> inspect.
 
     Defaults follow the original EnvScaler (thresholds 7/7, 30 inspection rounds, keep at 0.85);
-    the repair/oracle fields are this re-implementation's additions (issue 11).
+    the repair/oracle fields are this re-implementation's additions.
     """
 
     # ---- mining
@@ -44,11 +44,11 @@ class SkelBuilderConfig(StageConfig):
     discount_uncalibrated_checker: bool = True  # ...unless its agreement with the oracles is at chance
     repair_rounds: int = 2  # inspect -> fix failing methods -> re-inspect, this many times
     # After a failed method: "repair" (the exact failure fed back), "sample" (fresh samples) or
-    # "both" (one repair, then samples). Measured on the embedded 0.5B and 1.5B models (issue 11):
-    # feedback repair fixed 0 of 12 failing methods, fresh samples 3 of 9, so samples are the default.
+    # "both" (one repair, then samples). Samples are the default: a small model shown its own
+    # failing method tends to reproduce the same error, while a fresh sample often passes.
     repair_strategy: Literal["repair", "sample", "both"] = "sample"
     # The paper's keep-rule decides: (pass + warning) / total >= threshold over the rounds of every
-    # inspected tool, before any pruning (issue 17). Pruning tools that still fail is an explicit
+    # inspected tool, before any pruning. Pruning tools that still fail is an explicit
     # option for small-model presets; when on, an env is kept only if every entity that had a
     # state-changing tool still has one (the report carries both scores).
     prune_failing_tools: bool = False

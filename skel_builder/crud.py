@@ -2,7 +2,7 @@
 
 Used two ways: as the finished example methods shown to the model when it writes the domain
 methods (always), and, with ``crud_scaffold``, as real tools so the model only writes the domain
-logic (issue 11, item 5).
+logic.
 """
 from __future__ import annotations
 

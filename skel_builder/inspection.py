@@ -51,7 +51,7 @@ MAX_FALSE_ALARM_RATE = 0.25
 
 
 def calibration(verdicts: list[ToolVerdict], controls: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:
-    """How often the LLM checker agreed with the oracles (issue 11, item 4).
+    """How often the LLM checker agreed with the oracles.
 
     ``controls`` are tools known to be correct (the deterministic routine methods): an LLM Fail on
     one of them, with no oracle violation, is a false alarm. Calibration is measurable when the

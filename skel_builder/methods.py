@@ -1,7 +1,7 @@
 """Writing one method: sample, check statically, gate by running it; repair or resample.
 
 Every attempt is gated by the executable oracles on the test state (no LLM judges it) and
-recorded. Strategies (issue 11, item 2): ``repair`` feeds the exact failure back, ``sample`` draws
+recorded. Strategies: ``repair`` feeds the exact failure back, ``sample`` draws
 fresh samples at a higher temperature, ``both`` starts with one repair then samples.
 """
 from __future__ import annotations

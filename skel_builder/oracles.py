@@ -1,7 +1,7 @@
 """Executable oracles: named checks over one sandboxed call and its state before/after.
 
 They run before and beside the LLM checker. Any hard violation fails the call whatever the LLM
-says; each message names the oracle and the evidence (issue 11, item 1).
+says; each message names the oracle and the evidence.
 """
 from __future__ import annotations
 
