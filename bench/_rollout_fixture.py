@@ -1,5 +1,5 @@
 """The environment and scenario of ``bench_rollout.py``: a 7-tool library, a task solved by 3 tool
-calls and checked by 5 checkers (the shape of the rollout benchmark in issue 18)."""
+calls and checked by 5 checkers."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,6 +1,6 @@
 """Rollout speed: CPU per episode of the whole process tree, time to first episode, steady rate.
 
-The issue-18 setup: a 7-tool environment (``bench/_rollout_fixture.py``), 4 LLM calls per episode
+The setup: a 7-tool environment (``bench/_rollout_fixture.py``), 4 LLM calls per episode
 (3 tool calls, then a text answer) answered by the scripted OpenAI-compatible server in its OWN
 process with a fixed latency, scored with 5 checkers (final + per-step progress + reference state
 match). Each (latency, concurrency) setting runs as a fresh command (``--setting``), the way
@@ -19,7 +19,7 @@ match). Each (latency, concurrency) setting runs as a fresh command (``--setting
   whole command) and ``switches_total``: its context switches per episode. These count work
   rather than time, so they barely move with the VM's speed: compare them first when a change
   is meant to save CPU (mostly copy-on-write faults of forked sessions, ~4-5 us each here);
-* ``rewards``: a digest of every episode's reward (identical before/after a speed change).
+* ``rewards``: a digest of every episode's reward (a change of speed must leave it identical).
 
 ``--env`` runs the same episodes, scored the same way (identical reward digests), with a cheaper
 environment, to say how far the sandbox is from what its design allows (``bench/_rollout_bounds.py``):

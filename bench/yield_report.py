@@ -1,11 +1,11 @@
-"""Yield report of one pipeline run directory (issue 11, item 6): environments through scenarios.
+"""Yield report of one pipeline run directory: environments through scenarios.
 
 Reads what ``python -m pipeline`` (or the two stages run by hand into one ``--out``) left on
 disk and prints, per environment and in total: methods the model wrote correctly at the first
 try / after samples, routine (scaffold) methods, tools dropped by inspection, the LLM checker's
 false alarms on known-good methods, scenarios proven; LLM calls and tokens per kept environment
-and per proven scenario; wall time per stage. Issue 17 adds the keep-rule's two scores per
-environment (before pruning, which decides, and after it), and per proven scenario its
+and per proven scenario; wall time per stage; the keep-rule's two scores per environment
+(before pruning, which decides, and after it), and per proven scenario its
 state-changing calls, lookups (ids the request leaves out) and the agent's pass rate (measured by
 scen_generator's ``solve_samples``, else from ``rollouts_task/trajectories.jsonl``).
 Nothing is re-run and no model is needed.

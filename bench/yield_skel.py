@@ -1,4 +1,4 @@
-"""Yield of skel_builder on the bundled seed tasks (issue 11, item 6, skel side).
+"""Yield of skel_builder on the bundled seed tasks.
 
 For each variant (with / without the deterministic CRUD scaffold) it runs
 ``python -m skel_builder run`` on the first N seed tasks and reports: methods correct at the
