@@ -248,7 +248,7 @@ class _GatedEnvs:
 
 
 def test_the_first_model_call_does_not_wait_for_the_environment_to_open(scripted):
-    # fails before issue 18's open_behind: run_episode opened the env, then asked the model
+    # run_episode must not open the env first and only then ask the model: the first call overlaps the open
     order: list[str] = []
     agent = planned(CHECKOUT_PLAN)
 

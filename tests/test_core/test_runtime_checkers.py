@@ -63,7 +63,7 @@ def test_caller_states_are_untouched(sandbox_pool):
     assert final == {"a": [1]}
 
 
-# ---------------------------------------------------------------------- batches (issue 18)
+# ---------------------------------------------------------------------- batches
 TRUE = "def check_func(final_state):\n    return final_state['count'] == 2"
 FALSE = "def check_func(final_state):\n    return final_state['count'] == 3"
 
@@ -85,7 +85,7 @@ def ops(monkeypatch):
 
 def test_checkers_of_one_state_run_in_one_process(sandbox_pool, ops):
     assert [r.status for r in _run(sandbox_pool, TRUE, FALSE, TRUE)] == ["true", "false", "true"]
-    assert ops == ["check_batch"]  # before: one "check" (a fresh process) per checker
+    assert ops == ["check_batch"]  # one process for the batch, not a "check" process per checker
 
 
 def test_a_mutating_checker_does_not_change_the_states_the_next_ones_see(sandbox_pool):

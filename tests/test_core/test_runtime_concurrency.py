@@ -74,7 +74,7 @@ def test_hostile_session_does_not_disturb_neighbours():
 
 
 def test_close_does_not_wait_for_the_session_and_answers_stay_paired():
-    """``close`` posts the op; the worker's next op first reads that answer (issue 18)."""
+    """``close`` posts the op; the worker's next op first reads that answer."""
     with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
         for n in range(3):
             session = pool.open_session(LIBRARY, "LibrarySystem", initial_state=LIB_STATE)
@@ -103,7 +103,7 @@ def test_a_host_that_dies_after_a_posted_close_is_replaced():
 
 
 def test_a_reopened_parked_session_does_not_repeat_its_schema_warnings(caplog):
-    # fails before: every reopen logged the tool-schema warnings again
+    # a reopen must not log the tool-schema warnings again
     source = "class Odd:\n    def poke(self, x: 'NoSuchType') -> dict:\n        \"\"\"Poke.\"\"\"\n" \
              "        return {'success': True}\n"
     with WorkerPool(size=1, limits=FAST_LIMITS) as pool, caplog.at_level("WARNING"):
@@ -116,8 +116,8 @@ def test_a_reopened_parked_session_does_not_repeat_its_schema_warnings(caplog):
 
 
 def test_a_lazy_pool_never_starts_more_workers_than_its_size(monkeypatch):
-    # fails before: the size check and the count were two critical sections, so concurrent first
-    # acquires all passed the check while the first workers were still starting
+    # the size check and the count must be one critical section: concurrent first acquires must not
+    # all pass the check while the first workers are still starting
     import threading
     import time
 

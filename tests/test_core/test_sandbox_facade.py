@@ -48,7 +48,7 @@ def test_no_free_session_is_a_load_error_and_close_returns_the_worker(box):
 
 
 def test_a_checker_without_a_free_worker_is_an_error_result_not_an_exception():
-    # fails before: pool.acquire() sat outside the try and WorkerError('pool_busy') escaped
+    # a busy pool is a checker result: WorkerError('pool_busy') from pool.acquire() must not escape
     with WorkerPool(1, SandboxLimits(acquire_timeout_s=0.2)) as pool:
         worker = pool.acquire()
         try:
@@ -169,8 +169,8 @@ def test_hosts_start_when_first_needed():
 
 
 def test_a_session_of_an_environment_with_known_tools_is_not_sent_them_again(box, monkeypatch):
-    """Once the sandbox knows an environment's tools, a session's load answer leaves them out (each
-    session used to encode, sign, relay and decode every schema again: issue 18)."""
+    """Once the sandbox knows an environment's tools, a session's load answer leaves them out (no
+    session encodes, signs and decodes every schema again)."""
     from envscaler_core.runtime.worker import Worker
 
     answers = []

@@ -1,4 +1,4 @@
-"""Scoring does each checker run once: concurrent samples share one run per state (issue 18)."""
+"""Scoring does each checker run once: concurrent samples share one run per state."""
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -31,7 +31,7 @@ def test_concurrent_checks_of_one_state_share_one_run():
     scorer = Scorer(sandbox)
     with ThreadPoolExecutor(16) as pool:
         results = list(pool.map(lambda _: scorer.checks(CHECKLIST, FINAL, INITIAL), range(16)))
-    assert sandbox.runs == [2]  # before: 16 runs (all missed the cache before the first result)
+    assert sandbox.runs == [2]  # not 16 runs: callers that miss the cache together share one run
     assert all([c.status for c in r] == ["true", "true"] for r in results)
     results[0][0].status = "false"  # each caller gets its own copies
     assert scorer.checks(CHECKLIST, FINAL, INITIAL)[0].status == "true" and sandbox.runs == [2]
@@ -132,7 +132,7 @@ def test_a_first_score_checks_the_states_it_passed_through_side_by_side():
     score = Scorer(sandbox).score(env, scenario, INITIAL, FINAL, steps)
     assert score.reward.final == 1.0 and score.reward.progress == [0.0, 1.0]
     assert sorted(sandbox.runs) == [1, 2]  # the initial and the final state, each checked once
-    assert sandbox.most == 2  # before: 1 (the initial state was checked after the final one)
+    assert sandbox.most == 2  # side by side: the initial state is not checked after the final one
 
 
 def test_a_score_on_a_closed_sandbox_still_reports_its_checks():

@@ -1,4 +1,4 @@
-"""SFT data and RL prompts speak the same text format, byte for byte (issue 15, item 3).
+"""SFT data and RL prompts speak the same text format, byte for byte.
 
 A model trained on the SFT rows of a scenario must meet, in the RL environment of the same
 scenario, the very system prompt (tools block included), write the very call text it was
