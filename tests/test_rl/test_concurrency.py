@@ -4,7 +4,7 @@ sandbox of 8 session workers (the shipped ROLL YAML runs 32 envs per worker with
 Every episode must finish with its correct reward (progress reward on, so scoring needs checkers
 while other envs hold every session worker), no call may stall for an acquire timeout, and the
 time per episode at K = 32 must stay within 2x of K = 4 (the wall time itself cannot: K = 32 runs
-8x the episodes on 8 session workers; on 2 cores it measured 4-8x the wall of K = 4).
+8x the episodes on 8 session workers).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from tests.test_rl.shop import call
 
 POOL, EPISODES = 8, 2
 GENERATE_S = 0.005
-STALL_S = 30.0  # far above any honest wait here; today's code stalled until the acquire timeout
+STALL_S = 30.0  # far above any honest wait here; a stalled call waits for the acquire timeout
 CANCEL_A1, CANCEL_BOTH = 0, 1
 # (scenario, actions, per-step rewards with progress on, final reward)
 PLANS = [
