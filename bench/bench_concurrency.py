@@ -1,4 +1,4 @@
-"""Stage concurrency and cache benchmark (issue: scale and resilience).
+"""Stage concurrency and cache benchmark.
 
 A stage of 100 work items, each one structured LLM call, against the scripted server with a fixed
 200 ms latency, run at concurrency 1, 8 and 32 through the same `process_items` loop the stages

@@ -59,7 +59,8 @@ _PLAN: list = []
 
 def policy(request: dict):
     """3 tool calls then the answer, by turn (stateless, so safe for concurrent episodes). The
-    replies are built once: building them per request was ~a quarter of the server's CPU."""
+    replies are built once: building them per request would be a large share of the server's CPU,
+    which shares the cores with what is measured."""
     if not _PLAN:
         from envscaler_core.testing.scripted_server import Reply
 
