@@ -6,7 +6,7 @@
 * ``fork``: the same, plus what one fresh Python process per episode costs by itself. A fork
   server preloaded like a sandbox host forks one child per episode; the child answers each tool
   call with one line (no environment code, no hardening, no state) and exits when the episode
-  closes. The issue-18 sessions must start from a fresh process, so this is the floor under them.
+  closes. Sandbox sessions must start from a fresh process, so this is the floor under them.
 
 Episodes are scored exactly as with the sandbox (the same :class:`Scorer`, its checkers in a
 small sandbox and cached), so the reward digest stays comparable. Neither mode is a product

@@ -1,6 +1,6 @@
-"""Issue 16: generated code cannot read the user's files, write outside its folder or forge a verdict.
+"""Generated code cannot read the user's files, write outside its folder or forge a verdict.
 
-One test per row of the issue's table and per item of its list. Runs as root (``make test``) and
+One test per attack (``row1``-``row4``) and per guarantee (items 1-4). Runs as root (``make test``) and
 as a throw-away unprivileged user (``make test-sandbox-user``).
 """
 
@@ -42,7 +42,7 @@ def _read_attempt(path_expr: str) -> str:
             f"except OSError as exc:\n    return {{'success': True, 'data': 'denied: ' + type(exc).__name__}}")
 
 
-# --- the issue's table -------------------------------------------------------------------------
+# --- attacks -----------------------------------------------------------------------------------
 
 def test_row1_checkout_secrets_are_not_readable_and_not_on_the_path(sandbox_pool):
     secret = f"sk-planted-{uuid.uuid4().hex}"

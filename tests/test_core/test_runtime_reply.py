@@ -1,4 +1,4 @@
-"""The reply channel (issue 18): sessions write authenticated frames straight to the parent, which
+"""The reply channel: sessions write authenticated frames straight to the parent, which
 checks them itself; the host forwards nothing."""
 import contextlib
 import gc
@@ -95,7 +95,7 @@ def test_replies_reach_the_parent_while_the_host_is_stopped():
             try:
                 result = session.call("get_book", {"book_id": "b1"})
             finally:
-                with contextlib.suppress(ProcessLookupError):  # the old relaying host was killed by the timeout
+                with contextlib.suppress(ProcessLookupError):  # the host may be gone if the call timed out
                     os.kill(host, signal.SIGCONT)
             assert result.ok, result.observation
             assert session._worker.proc.pid == host

@@ -112,7 +112,7 @@ def test_killed_host_is_seen_dead_and_replaced(pool):
         assert s._worker.proc.pid != old.pid
 
 
-# ---------------------------------------------------------------------- environment templates (issue 18 item 1)
+# ---------------------------------------------------------------------- environment templates
 TRACER = '''
 import os, random
 
@@ -351,7 +351,7 @@ def test_a_template_with_a_thread_or_child_is_refused(tmp_path):
 
 def test_the_sandbox_side_imports_none_of_the_driver_side():
     """A host carries only what sessions need: every session is forked from it, and a smaller process
-    forks and exits faster (issue 18). The package's names still resolve for the stages."""
+    forks and exits faster. The package's names still resolve for the stages."""
     code = ("import sys; from envscaler_core.runtime.jailed.host import _preload; _preload(); "
             "print(sorted(m for m in ('asyncio', 'envscaler_core.runtime.pool', 'envscaler_core.artifacts', "
             "'envscaler_core.runtime.sandbox', 'openai', 'httpx') if m in sys.modules))")
@@ -376,7 +376,7 @@ class Nice:
 
 @pytest.mark.parametrize("templates", [True, False])
 def test_sandbox_processes_yield_the_cpu_to_the_parent(templates):
-    """Woken by a request, a session must not preempt the driver's event loop (issue 18)."""
+    """Woken by a request, a session must not preempt the driver's event loop."""
     limits = FAST_LIMITS.model_copy(update={"env_templates": templates})
     own = os.getpriority(os.PRIO_PROCESS, 0)
     with WorkerPool(size=1, limits=limits) as pool:
