@@ -50,7 +50,7 @@ def test_a_cache_that_stays_locked_is_a_miss_not_a_failure(tmp_path, caplog, mon
     cache = ResponseCache(tmp_path / "c.sqlite")
     cache.put("k", {"v": 1})
     monkeypatch.setattr(ResponseCache, "_conn", lambda self: _LockedConnection())
-    cache.put("k2", {"v": 2})  # raised OperationalError before
+    cache.put("k2", {"v": 2})  # must not raise OperationalError
     assert cache.get("k") is None
     assert "not written" in caplog.text and "treating as a miss" in caplog.text
     monkeypatch.undo()
