@@ -1,9 +1,9 @@
 """Memory of a long rollout run: RSS of ``python -m interact_with_env run`` over N episodes.
 
 The stage runs as a subprocess against the scripted server (fixture library env, two scenarios,
-scripted agent); its resident set size is sampled while episodes complete. Growth = peak RSS
-while episodes run minus RSS at 25% done; a stage that keeps something per episode shows it here
-(``--leak-kb`` plants such a leak to show the probe sees it).
+scripted agent); the stage logs its resident set size each time an episode is written. Growth =
+peak RSS from 25% done to the end minus RSS at 25% done; a stage that keeps something per
+episode shows it here (``--leak-kb`` plants such a leak to show the probe sees it).
 
     .venv/bin/python bench/bench_memory.py [--episodes 1000] [--concurrency 16] [--leak-kb 0]
 """
@@ -30,11 +30,10 @@ def main() -> None:
     args = parser.parse_args()
     with ScriptedServer(rollout_policy()) as server, tempfile.TemporaryDirectory() as tmp:
         p = profile_rollout(server, Path(tmp) / "run", args.episodes, args.concurrency, args.leak_kb)
-    per_episode_kb = p.growth_mb * 1024 / (p.episodes * 0.75)
     print_table(f"rollout memory: {p.episodes} episodes, concurrency {args.concurrency}"
                 f"{f', planted leak {args.leak_kb} KiB/episode' if args.leak_kb else ''}",
                 [(p.episodes, f"{p.wall_s:.1f}", f"{p.episodes / p.wall_s:.1f}", f"{p.baseline_mb:.1f}",
-                  f"{p.peak_mb:.1f}", f"{p.growth_mb:.1f}", f"{per_episode_kb:.1f}")],
+                  f"{p.peak_mb:.1f}", f"{p.growth_mb:.1f}", f"{p.kib_per_episode:.1f}")],
                 ["episodes", "wall s", "episodes/s", "RSS at 25% MB", "peak RSS MB", "growth MB",
                  "growth KiB/episode"])
 
