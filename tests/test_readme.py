@@ -1,4 +1,5 @@
 """The README's Python example runs as printed and prints what its comments say."""
+
 from __future__ import annotations
 
 import contextlib
@@ -32,13 +33,16 @@ def test_the_readme_example_prints_what_its_comments_say(monkeypatch: pytest.Mon
     assert len(expected) >= 3, "every print of the example should state its output in a comment"
     monkeypatch.chdir(ROOT)  # the example's paths are relative to the repository root
     out = io.StringIO()
+    example = compile(code, "README.md:" + HEADING, "exec")
     with contextlib.redirect_stdout(out):
-        exec(compile(code, "README.md:" + HEADING, "exec"), {"__name__": "readme_example"})
+        exec(example, {"__name__": "readme_example"})  # noqa: S102 - running the README's own example is the test
     assert out.getvalue().splitlines() == expected
 
 
 def test_the_extractor_reads_only_the_section_under_its_heading() -> None:
-    text = ("# T\n```python\nprint(0)  # 0\n```\n" + HEADING + "\nprose\n```python\nprint(1)  # 1\n```\n"
-            "## Next\n```python\nprint(2)  # 2\n```\n")
+    text = (
+        "# T\n```python\nprint(0)  # 0\n```\n" + HEADING + "\nprose\n```python\nprint(1)  # 1\n```\n"
+        "## Next\n```python\nprint(2)  # 2\n```\n"
+    )
     code = readme_example(text)
     assert promised_output(code) == ["1"]
