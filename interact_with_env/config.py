@@ -3,12 +3,24 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from envscaler_core.config import StageConfig
-from envscaler_core.rollout import RolloutSettings
+from envscaler_core.rollout import FilterSettings, RolloutSettings
 
 SECTION = "interact_with_env"
+
+
+class FilterConfig(FilterSettings):
+    """Thresholds of ``interact_with_env filter`` (``interact_with_env.filter`` in a config file).
+
+    The SFT thresholds are :class:`~envscaler_core.rollout.FilterSettings`'. ``pass_band``:
+    an RL scenario is kept when the share of its episodes that succeeded lies strictly inside
+    ``[low, high]`` (default 0 < p < 1: neither always nor never solved).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    pass_band: tuple[float, float] = (0.0, 1.0)
 
 
 class InteractConfig(StageConfig):
@@ -30,6 +42,7 @@ class InteractConfig(StageConfig):
         max_k: Largest k reported for pass^k.
         repeat_note: Tell the agent when it repeats a call with nothing changed since
             (:class:`~envscaler_core.rollout.RolloutSettings`); on in the small-model demo.
+        filter: What ``filter`` keeps for SFT and RL (:class:`FilterConfig`).
     """
 
     mode: Literal["task", "user"] = "task"
@@ -46,6 +59,7 @@ class InteractConfig(StageConfig):
     pool_size: Optional[int] = Field(default=None, ge=1)
     max_k: int = 8
     repeat_note: bool = False
+    filter: FilterConfig = Field(default_factory=FilterConfig)
 
     def rollout_settings(self) -> RolloutSettings:
         """The engine settings this config describes."""

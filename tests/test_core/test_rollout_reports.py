@@ -55,3 +55,20 @@ def test_sft_filters():
     assert filter_reasons(user, settings) == []
     assert filter_reasons(user.model_copy(update={"flags": ["premature_stop"]}), settings) == ["flag:premature_stop"]
     assert filter_reasons(traj("a", 0, False), FilterSettings(min_reward=0.5)) == []
+
+
+def _failing_step(index: int, **arguments) -> StepRecord:
+    return StepRecord(index=index, name="create_member", arguments=arguments,
+                      observation={"success": False, "error": "member exists"})
+
+
+def test_a_repeated_failing_call_drops_the_episode_and_bounds_are_settings():
+    settings = FilterSettings()
+    repeated = traj("a", 0, True).model_copy(update={"steps": [_failing_step(0, id="M1"), _failing_step(1, id="M1")]})
+    assert filter_reasons(repeated, settings) == ["repeated_failing_call"]
+    retried = repeated.model_copy(update={"steps": [_failing_step(0, id="M1"), _failing_step(1, id="M2")]})
+    assert filter_reasons(retried, settings) == []  # another argument is another call
+    assert filter_reasons(repeated, FilterSettings(drop_repeated_failures=False)) == []
+    short = traj("a", 0, True, assistant_turns=2)
+    assert filter_reasons(short, FilterSettings(action_bounds={"task": (2, 8)})) == []
+    assert filter_reasons(short, FilterSettings(action_bounds={"task": (2, 8)}, min_actions=3)) == ["action_count"]

@@ -72,7 +72,20 @@ def test_report_and_filter_commands(scripted_env, tmp_path, capsys):
     assert main(["filter", "--trajectories", str(traj_file), "--out", str(kept)]) == 0
     # the return episode has only 2 assistant turns (< 3) and is dropped for its action count
     assert [t.scenario_id for t in JsonlStore(kept, Trajectory).read_all()] == ["library-checkout"]
-    assert "dropped: action_count" in capsys.readouterr().out
+    assert "dropped: action bounds" in capsys.readouterr().out
+    report = json.loads((tmp_path / "sft.report.json").read_text())
+    assert (report["read"], report["kept"], report["drop_reasons"]) == (2, 1, {"action_count": 1})
+    # the bounds are config fields: a preset that allows two turns keeps both
+    config = tmp_path / "c.yaml"
+    config.write_text("interact_with_env:\n  filter:\n    action_bounds: {task: [2, 8]}\n    pass_band: [0, 1]\n")
+    assert main(["filter", "--trajectories", str(traj_file), "--out", str(kept), "--config", str(config),
+                 "--scenarios", str(SCENARIOS), "--rl-out", str(tmp_path / "rl.jsonl")]) == 0
+    report = json.loads((tmp_path / "sft.report.json").read_text())
+    assert report["kept"] == 2 and report["settings"]["action_bounds"]["task"] == [2, 8]
+    # both episodes succeeded: no scenario lies strictly inside the pass band
+    assert report["rl"]["kept"] == 0 and report["rl"]["always_solved"] == 2
+    assert main(["filter", "--trajectories", str(traj_file), "--out", str(kept), "--config", str(config),
+                 "--set", "filter.min_reward=high"]) == 2
 
 
 def test_interrupted_episode_resumes_from_the_response_cache(scripted_env, tmp_path):
