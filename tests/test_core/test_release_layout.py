@@ -80,8 +80,9 @@ def test_sft_scenarios_roll_out_and_export(scripted_env, files, tmp_path):
     assert set(trajectories) == {"env_12_sft-task_1", "env_12_sft-task_3"}
     assert [s.name for s in trajectories["env_12_sft-task_1"].steps] == ["get_book", "checkout_book"]
     out = tmp_path / "sft"
+    # the release's SFT tasks have no checklist (reward 0, flag no_checklist): exported on request
     assert sft_main(["export", "--trajectories", str(tmp_path / "roll" / "trajectories.jsonl"),
-                     "--out", str(out)]) == 0
+                     "--out", str(out), "--min-reward", "0", "--keep-flagged"]) == 0
     rows = json.loads((out / "envscaler_sft_sharegpt.json").read_text())
     assert {r["meta"]["env_id"] for r in rows} == {"env_12_sft"} and len(rows) == 2
 

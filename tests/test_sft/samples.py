@@ -31,7 +31,8 @@ def tool(call_id: str, result: dict) -> dict:
 def trajectory(tid: str, messages: list[dict], reward: float = 1.0, mode: str = "task") -> Trajectory:
     return Trajectory(id=tid, scenario_id=f"scn-{tid}", env_id="env-shop", mode=mode,
                       task="Cancel order A1.", tools=TOOLS, messages=messages,
-                      reward=RewardBreakdown(final=reward))
+                      reward=RewardBreakdown(final=reward),
+                      termination="user_stop" if mode == "user" else "agent_answered")
 
 
 def single_call(tid: str = "t-single", reward: float = 1.0) -> Trajectory:

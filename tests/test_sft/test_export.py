@@ -86,7 +86,7 @@ def test_convert_filters_by_reward_and_reports_reasons():
     rows, report = convert(trajectories, ExportConfig(min_reward=0.4))
     assert [r["meta"]["id"] for r in rows] == ["t-single", "t-parallel", "t-user"]
     assert report["kept"] == 3 and report["dropped"] == 5
-    assert report["drop_reasons"]["reward below 0.4"] == 1
+    assert report["drop_reasons"]["low_reward"] == 1 and report["kept_below_reward_1"] == 1
     assert {d["id"] for d in report["dropped_ids"]} >= {"t-low", "t-orphan-result"}
     for row in rows:
         assert_alternates(row)
@@ -117,8 +117,9 @@ def test_cli_writes_dataset_info_and_report(tmp_path):
     samples.write_jsonl(source, samples.good() + samples.broken())
     out = tmp_path / "sft"
     for fmt in ("sharegpt", "alpaca"):
-        result = run_export("--trajectories", source, "--out", out, "--format", fmt)
+        result = run_export("--trajectories", source, "--out", out, "--format", fmt, "--min-reward", "0")
         assert result.returncode == 0, result.stderr
+        assert "NOTE: kept 1 trajectories with reward below 1.0 (--min-reward 0)" in result.stdout
     info = json.loads((out / "dataset_info.json").read_text())
     assert info["envscaler_sft_sharegpt"]["formatting"] == "sharegpt"
     assert info["envscaler_sft_alpaca"]["columns"]["history"] == "history"
@@ -132,8 +133,8 @@ def test_cli_bad_input_exits_2(tmp_path):
     assert missing.returncode == 2 and "not found" in missing.stderr
     source = tmp_path / "t.jsonl"
     samples.write_jsonl(source, samples.broken())
-    empty = run_export("--trajectories", source, "--out", tmp_path / "o")
-    assert empty.returncode == 2 and "no trajectory survived" in empty.stderr
+    bad = run_export("--trajectories", source, "--out", tmp_path / "o", "--set", "min_reward=high")
+    assert bad.returncode == 2 and "min_reward" in bad.stderr
 
 
 def test_task_and_user_runs_of_one_scenario_are_all_exported_and_a_repeated_file_once(tmp_path):
@@ -142,11 +143,67 @@ def test_task_and_user_runs_of_one_scenario_are_all_exported_and_a_repeated_file
     good = samples.good()
     task_file, user_file = tmp_path / "task.jsonl", tmp_path / "user.jsonl"
     samples.write_jsonl(task_file, good)
-    user = [t.model_copy(update={"mode": "user", "messages": t.messages + [{"role": "user", "content": "thanks"}]})
+    user = [t.model_copy(update={"mode": "user", "termination": "user_stop",
+                                 "messages": t.messages + [{"role": "user", "content": "thanks"}]})
             for t in good]
     samples.write_jsonl(user_file, user)
     out = tmp_path / "sft"
-    result = run_export("--trajectories", task_file, user_file, task_file, "--out", out)
+    result = run_export("--trajectories", task_file, user_file, task_file, "--out", out, "--min-reward", "0")
     assert result.returncode == 0, result.stderr
     report = json.loads((out / "envscaler_sft_sharegpt.report.json").read_text())
     assert report["read"] == 2 * len(good) and report["kept"] == 2 * len(good)
+
+
+def _failing(tid: str, **update):
+    return samples.single_call(tid).model_copy(update=update)
+
+
+def test_the_default_export_keeps_finished_unflagged_episodes_with_reward_1(tmp_path):
+    source = tmp_path / "t.jsonl"
+    samples.write_jsonl(source, [samples.single_call(), _failing("t-low", reward=samples.RewardBreakdown(final=0.5)),
+                                 _failing("t-max", termination="max_steps"),
+                                 _failing("t-failed", messages=samples.single_call().messages[:-1] + [
+                                     {"role": "assistant", "content": "Task Failed: no such order"}]),
+                                 _failing("t-flag", flags=["premature_stop"])])
+    result = run_export("--trajectories", source, "--out", tmp_path / "sft")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads((tmp_path / "sft" / "envscaler_sft_sharegpt.json").read_text())
+    assert [r["meta"]["id"] for r in rows] == ["t-single"]
+    report = json.loads((tmp_path / "sft" / "envscaler_sft_sharegpt.report.json").read_text())
+    assert report["drop_reasons"] == {"low_reward": 1, "incomplete": 2, "flag:premature_stop": 1}
+    assert "NOTE: kept" not in result.stdout
+    weaker = run_export("--trajectories", source, "--out", tmp_path / "all", "--min-reward", "0",
+                        "--keep-unfinished", "--keep-flagged")
+    assert json.loads((tmp_path / "all" / "envscaler_sft_sharegpt.report.json").read_text())["kept"] == 5
+    assert "NOTE: kept 1 trajectories with reward below 1.0" in weaker.stdout
+    assert "NOTE: kept 1 flagged trajectories" in weaker.stdout
+
+
+def test_an_export_of_failing_trajectories_is_an_empty_dataset_with_a_clear_message(tmp_path):
+    source = tmp_path / "t.jsonl"
+    samples.write_jsonl(source, [_failing("t-low", reward=samples.RewardBreakdown(final=0.0)),
+                                 _failing("t-max", termination="max_steps")])
+    result = run_export("--trajectories", source, "--out", tmp_path / "sft")
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "sft" / "envscaler_sft_sharegpt.json").read_text()) == []
+    assert "The SFT dataset is empty: none of the 2 trajectories read" in result.stdout
+    assert "--min-reward 0" in result.stdout and "Traceback" not in result.stderr
+    hub = run_export("--trajectories", source, "--out", tmp_path / "hub", "--format", "hf")
+    assert hub.returncode == 0 and "The SFT dataset is empty" in hub.stdout, hub.stderr
+
+
+def test_the_report_names_what_the_filter_upstream_dropped(tmp_path):
+    """A file written by ``interact_with_env filter`` carries its report next to it; the dataset's
+    report adds the rollouts' trajectories and the filter's drops by reason."""
+    kept = tmp_path / "kept.jsonl"
+    samples.write_jsonl(kept, [samples.single_call()])
+    (tmp_path / "kept.report.json").write_text(json.dumps({
+        "inputs": ["r/trajectories.jsonl"], "read": 6, "kept": 1, "dropped": 5,
+        "drop_reasons": {"low_reward": 4, "action_count": 3, "repeated_failing_call": 1},
+        "rl": {"band": [0, 1], "scenarios": 2, "kept": 1}}))
+    result = run_export("--trajectories", kept, "--out", tmp_path / "sft")
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "sft" / "envscaler_sft_sharegpt.report.json").read_text())
+    assert report["filtered"]["read"] == 6 and report["kept"] == 1 and report["rl"]["kept"] == 1
+    assert report["filtered"]["drop_reasons"]["repeated_failing_call"] == 1
+    assert "filtered out: repeated failing calls" in result.stdout and "rollout trajectories" in result.stdout
