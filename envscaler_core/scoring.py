@@ -102,6 +102,11 @@ class Scorer:
         # Pickled with a stage's work (a Ray worker): the sandbox travels as a reference, caches start empty.
         return (Scorer, (self.sandbox, self.cache_size))
 
+    def clear_cache(self) -> None:
+        """Forgets the cached checker results: the next score of any state runs its checkers."""
+        with self._lock:
+            self._cache.clear()
+
     # ------------------------------------------------------------------ checks
     def checks(self, checklist: Sequence[ChecklistItem], final: dict, initial: dict,
                hashes: Optional[tuple[str, str]] = None) -> list[CheckOutcome]:

@@ -52,7 +52,7 @@ def _salt(*parts: Any) -> str:
     return hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()[:16]
 
 
-def _plan(strategy: str, samples: int, has_failure: bool) -> list[str]:
+def attempt_kinds(strategy: str, samples: int, has_failure: bool) -> list[str]:
     """The kind of each attempt: ``first`` (new method), ``repair`` (failure fed back), ``sample``."""
     follow_up = {"repair": ["repair"] * samples, "sample": ["sample"] * samples,
                  "both": ["repair"] + ["sample"] * samples}[strategy]
@@ -66,7 +66,7 @@ async def produce_method(client: LLMClient, pool: Sandbox, cfg: SkelBuilderConfi
                          failure: Optional[Failure] = None) -> Optional[str]:
     """A method that passes the static contract and the executable gate, or None."""
     others = [n for n in ctx.op_types if n != name]
-    for index, attempt_kind in enumerate(_plan(cfg.repair_strategy, max(1, cfg.method_samples),
+    for index, attempt_kind in enumerate(attempt_kinds(cfg.repair_strategy, max(1, cfg.method_samples),
                                                failure is not None)):
         feedback = failure.feedback() if attempt_kind == "repair" and failure else ""
         temperature = cfg.method_temperature if attempt_kind != "sample" else cfg.sample_temperature

@@ -40,7 +40,7 @@ async def _test_state(client: LLMClient, desc: EnvDescription, state: StateAnswe
         return fallback_state(state), f"fallback ({type(exc).__name__})"
 
 
-def _operations(answer_ops: list[OperationAnswer], reserved: set[str], limit: int) -> list[OperationAnswer]:
+def usable_operations(answer_ops: list[OperationAnswer], reserved: set[str], limit: int) -> list[OperationAnswer]:
     """Unique, usable operations; a generic or repeated name is rebuilt from the description."""
     reserved = set(reserved) | {"__init__", "init_config"}
     ops, seen = [], set(reserved)
@@ -90,7 +90,7 @@ async def synthesize_env(client: LLMClient, pool: Sandbox, cfg: SkelBuilderConfi
         answer_ops, ops_source = [], f"fallback to routine CRUD ({type(exc).__name__})"
         routine = routine or routine_methods(state)
     containers = {container_of(e) for e in state.entities}  # a method must not shadow a container
-    ops = _operations(answer_ops, {m.name for m in routine} | containers, cfg.max_operations)
+    ops = usable_operations(answer_ops, {m.name for m in routine} | containers, cfg.max_operations)
     emit("operations", [o.model_dump() for o in ops])
     op_types = {m.name: m.kind for m in routine} | {o.name: o.type for o in ops}
     ctx = MethodContext(state.class_name, state, skeleton, prompt_skeleton, test_state, predicates, op_types)

@@ -299,9 +299,9 @@ def test_the_reference_replay_starts_before_the_environment_opens(scripted):
             super().prepare(task)
 
     class Spy(Scorer):
-        def _replay_reference(self, env, scenario):
+        def reference(self, env, scenario):
             started.set()
-            return super()._replay_reference(env, scenario)
+            return super().reference(env, scenario)
 
     answer = planned(CHECKOUT_PLAN)
     seen_before_first_answer = []

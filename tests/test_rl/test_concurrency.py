@@ -61,7 +61,7 @@ def run(shop_paths, k: int, pool: int = POOL, lock=None) -> tuple[float, list, f
                      tool_call_mode="all") for _ in range(k)]
     scorer = getattr(envs[0].core, "scorer", None)
     if scorer is not None:  # score every run afresh: checkers must really run while sessions are held
-        scorer._cache.clear()
+        scorer.clear_cache()
     results: list = []
     waits: list[float] = []
     threads = [threading.Thread(target=drive, args=(env, i, results, waits, lock), daemon=True)

@@ -82,22 +82,22 @@ def test_harness_covers_every_tool_least_tested_first_with_a_cap():
 
 
 def test_attempt_plans_per_strategy():
-    from skel_builder.methods import _plan
+    from skel_builder.methods import attempt_kinds
 
-    assert _plan("both", 3, False) == ["first", "repair", "sample"]
-    assert _plan("sample", 3, False) == ["first", "sample", "sample"]
-    assert _plan("repair", 2, True) == ["repair", "repair"]
-    assert _plan("both", 3, True) == ["repair", "sample", "sample"]
+    assert attempt_kinds("both", 3, False) == ["first", "repair", "sample"]
+    assert attempt_kinds("sample", 3, False) == ["first", "sample", "sample"]
+    assert attempt_kinds("repair", 2, True) == ["repair", "repair"]
+    assert attempt_kinds("both", 3, True) == ["repair", "sample", "sample"]
 
 
 def test_generic_operation_names_are_rebuilt_and_reserved_ones_dropped():
     from skel_builder.answers import OperationsAnswer
-    from skel_builder.synthesis import _operations
+    from skel_builder.synthesis import usable_operations
 
     answer = OperationsAnswer.model_validate({"operations": [  # what the 0.5B model answered
         {"operation_name": "query", "operation_type": "query", "operation_description": "Read all books."},
         {"operation_name": "query", "operation_type": "query", "operation_description": "Read all members."},
         {"operation_name": "get_book", "operation_type": "query"},
         {"operation_name": "books", "operation_type": "query"}]})
-    names = [o.name for o in _operations(answer.operations, {"get_book", "books"}, 10)]
+    names = [o.name for o in usable_operations(answer.operations, {"get_book", "books"}, 10)]
     assert names == ["read_all_books", "read_all_members"]
