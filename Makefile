@@ -47,17 +47,17 @@ format: setup
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-# The default tier: the scripted server, sandbox, artifacts. The benchmark tier runs alone.
+# The default tier: the scripted server, sandbox, artifacts. The perf tier runs on its own.
 test: setup
-	$(PYTEST) $(NOT_EVAL) -m "not embedded and not train and not vllm and not browser and not ray and not bench"
+	$(PYTEST) $(NOT_EVAL) -m "not embedded and not train and not vllm and not browser and not ray and not perf"
 
 # Pure logic, under a minute: state diffs, tool format, schemas, the store, scoring and episodes on fakes.
 test-unit: setup
 	$(PYTEST) $(NOT_EVAL) -m unit
 
-# Benchmark scripts, heap and nice settings, spies on wire ops: timing- and load-sensitive, run on their own.
-test-bench: setup
-	$(PYTEST) $(NOT_EVAL) -m bench
+# Performance properties (benchmark scripts, heap and nice settings, wire-op counts): load-sensitive, run alone.
+test-perf: setup
+	$(PYTEST) $(NOT_EVAL) -m perf
 
 # The sandbox's hostile-code tests again as a throw-away unprivileged user (useradd when root).
 test-sandbox-user: setup
