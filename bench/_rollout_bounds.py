@@ -119,13 +119,13 @@ def fork_server():
 def _serve_forks(path: str) -> None:
     """The fork server: preloaded like a sandbox host, one child per connection."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from envscaler_core.runtime.jailed.forkserver import _reap  # the host template's SIGCHLD handler
-    from envscaler_core.runtime.jailed.host import _preload
+    from envscaler_core.runtime.jailed.forkserver import reap_children  # the fork server's SIGCHLD handler
+    from envscaler_core.runtime.jailed.host import preload
 
-    _preload()
+    preload()
     gc.collect()
     gc.freeze()
-    signal.signal(signal.SIGCHLD, _reap)  # reaped children's CPU counts in this process's tree
+    signal.signal(signal.SIGCHLD, reap_children)  # reaped children's CPU counts in this process's tree
     listener = socket.socket(socket.AF_UNIX)
     listener.bind(path)
     listener.listen(256)

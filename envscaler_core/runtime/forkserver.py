@@ -1,11 +1,10 @@
-"""Parent side of the host template (see :mod:`._template`): warm hosts by fork, not by exec.
+"""The parent's handle of the fork server (:mod:`.jailed.forkserver`): warm hosts by fork, not by exec.
 
-A pool of 64 workers used to start 64 interpreters that each imported the runtime and pydantic
-(~0.14 s of CPU each: 9 s on 2 cores before the first episode could finish). A pool now starts
-one template process that does that once and forks every host from it. The hosts keep the
-isolation of a cold start: own process group, scrubbed environment, private 0700 directory,
+One fork server per sandbox imports the runtime and pydantic once and forks every host from it,
+so a pool of many workers does not start one interpreter each. A forked host keeps the isolation
+of a cold start: own process session and group, scrubbed environment, private 0700 directory,
 own network namespace (when the pool uses them), fresh stdin/stdout/stderr, no other
-descriptors; sessions are still forked per episode from the host and harden themselves.
+descriptors; cells are still forked per session from the host and confine themselves.
 """
 from __future__ import annotations
 
@@ -21,9 +20,10 @@ import threading
 from typing import IO, Optional
 
 from .models import SandboxLimits
+from .wire.folders import FORK_SERVER_PREFIX
 from .wire.framing import fd_ready
 
-__all__ = ["HostTemplate", "ForkedProcess", "TemplateError", "kill_group", "stderr_tail"]
+__all__ = ["ForkServer", "ForkServerError", "ForkedHost", "kill_group", "stderr_tail"]
 
 
 def kill_group(proc) -> bool:
@@ -53,12 +53,12 @@ def stderr_tail(file: IO[bytes]) -> str:
         return ""
 
 
-class TemplateError(RuntimeError):
-    """The template could not fork a host (the caller starts a cold one instead)."""
+class ForkServerError(RuntimeError):
+    """The fork server could not fork a host (the caller starts a cold one instead)."""
 
 
-class ForkedProcess:
-    """A host forked by the template: the parts of :class:`subprocess.Popen` a worker uses.
+class ForkedHost:
+    """A host forked by the fork server: the parts of :class:`subprocess.Popen` a worker uses.
 
     It is not our child, so it is watched through a pidfd (readable once it has exited).
     """
@@ -80,7 +80,7 @@ class ForkedProcess:
         return self.returncode
 
     def _exited(self) -> None:
-        self.returncode = -signal.SIGKILL  # the exit status belongs to the template (its parent)
+        self.returncode = -signal.SIGKILL  # the exit status belongs to the fork server (its parent)
         os.close(self._pidfd)
 
     def __del__(self) -> None:  # pragma: no cover - best effort
@@ -91,19 +91,19 @@ class ForkedProcess:
                 pass
 
 
-class HostTemplate:
-    """One template process; :meth:`spawn` forks a ready-to-serve host from it (thread-safe).
+class ForkServer:
+    """One fork server process; :meth:`spawn` forks a ready-to-serve host from it (thread-safe).
 
     Args:
         limits: The pool's limits (network namespace, spawn timeout).
         env: Builds the scrubbed environment for a directory (``worker.worker_env``).
-        prefix: Command prefix that puts the template in a fresh network namespace, or None.
-        boot: The interpreter arguments that start :func:`._template.run` (as a worker's boot).
+        prefix: Command prefix that puts the fork server in a fresh network namespace, or None.
+        boot: The interpreter arguments that start :func:`.jailed.forkserver.run`.
     """
 
     def __init__(self, limits: SandboxLimits, env, prefix: Optional[list[str]], boot: list[str]) -> None:
         self.limits, self.netns = limits, prefix is not None
-        self.workdir = tempfile.mkdtemp(prefix=f"envscaler-tpl-{os.getpid()}-")  # the template removes it when it ends
+        self.workdir = tempfile.mkdtemp(prefix=f"{FORK_SERVER_PREFIX}{os.getpid()}-")  # the fork server removes it when it ends
         os.chmod(self.workdir, 0o700)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock, self._lock, self._ready = ours, threading.Lock(), False
@@ -117,12 +117,12 @@ class HostTemplate:
             theirs.close()
         self._sock.settimeout(limits.spawn_timeout_s)
 
-    def spawn(self, cfg: dict, workdir: str, stderr: IO[bytes], ended_fd: int) -> ForkedProcess:
+    def spawn(self, cfg: dict, workdir: str, stderr: IO[bytes], ended_fd: int) -> ForkedHost:
         """A new host serving ``cfg`` in ``workdir``, with its stderr going to ``stderr`` and the
         end of each session reported on ``ended_fd``.
 
         Raises:
-            TemplateError: The template is dead or did not answer in time.
+            ForkServerError: The fork server is dead or did not answer in time.
         """
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
@@ -134,23 +134,23 @@ class HostTemplate:
                 req = {"cfg": cfg, "workdir": workdir, "netns": self.netns}
                 socket.send_fds(self._sock, [json.dumps(req).encode()], [in_r, out_w, stderr.fileno(), ended_fd])
                 reply, fds = self._recv(fds=1)
-        except (OSError, ValueError, TemplateError) as exc:
+        except (OSError, ValueError, ForkServerError) as exc:
             for fd in (in_r, in_w, out_r, out_w):
                 os.close(fd)
-            raise TemplateError(f"host template failed: {exc}; {self._stderr_tail()}") from exc
+            raise ForkServerError(f"fork server failed: {exc}; {self._stderr_tail()}") from exc
         os.close(in_r)
         os.close(out_w)
-        return ForkedProcess(reply["pid"], fds[0], os.fdopen(in_w, "wb", buffering=0), os.fdopen(out_r, "rb", buffering=0))
+        return ForkedHost(reply["pid"], fds[0], os.fdopen(in_w, "wb", buffering=0), os.fdopen(out_r, "rb", buffering=0))
 
     def _recv(self, fds: int = 0) -> tuple[dict, list[int]]:
         try:
             msg, got, _, _ = socket.recv_fds(self._sock, 1 << 16, fds or 1)
         except socket.timeout as exc:
-            raise TemplateError(f"no answer within {self.limits.spawn_timeout_s}s") from exc
+            raise ForkServerError(f"no answer within {self.limits.spawn_timeout_s}s") from exc
         if not msg:
-            raise TemplateError("the template process exited")
+            raise ForkServerError("the fork server exited")
         if len(got) < fds:
-            raise TemplateError("the template sent no pidfd")
+            raise ForkServerError("the fork server sent no pidfd")
         return json.loads(msg), got
 
     def _stderr_tail(self) -> str:
@@ -161,7 +161,7 @@ class HostTemplate:
         return self.proc.poll() is None
 
     def close(self) -> None:
-        """Stops the template (hosts already forked live on until their pool kills them)."""
+        """Stops the fork server (hosts already forked live on until their pool kills them)."""
         self._sock.close()
         kill_group(self.proc)
         self._stderr.close()

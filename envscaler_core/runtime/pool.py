@@ -1,11 +1,8 @@
-"""A thread-safe pool of warm sandbox workers.
+"""A thread-safe pool of warm sandbox workers (hosts forked by one fork server, :mod:`.forkserver`).
 
-Workers are forked from one warm host template per pool (see :mod:`.template`).
-
-Isolation policy: a worker runs one session at a time, and every session
-(also every checker and schema computation) runs in a freshly forked process
-that exits when the session ends, so no Python state survives between them.
-The working directory is wiped between sessions.
+Isolation policy: a worker runs one session at a time, and every session (also every checker
+batch and schema computation) runs in a freshly forked cell that exits when the session ends, so
+no Python state survives between them. The working directory is wiped between sessions.
 """
 
 from __future__ import annotations
@@ -19,7 +16,8 @@ import weakref
 from typing import Any, Optional
 
 from .models import SandboxLimits, WorkerError
-from .worker import Worker, new_template
+from .forkserver import ForkServer
+from .worker import Worker, new_fork_server
 
 __all__ = ["WorkerPool"]
 
@@ -28,7 +26,13 @@ _POOLS: "weakref.WeakSet[WorkerPool]" = weakref.WeakSet()
 # Pools re-created in this process for pools pickled elsewhere (e.g. into a Ray worker).
 _ADOPTED: "dict[str, WorkerPool]" = {}
 _ADOPT_LOCK = threading.Lock()
-_OWN = object()  # WorkerPool(template=...) default: the pool starts its own host template
+
+
+class _Own:
+    """``WorkerPool(fork_server=...)``'s default: the pool starts its own fork server."""
+
+
+_OWN = _Own()
 
 
 @atexit.register
@@ -45,8 +49,8 @@ class WorkerPool:
         limits: Sandbox limits; defaults to :class:`SandboxLimits()`.
 
     ``prestart`` workers (default: all) start in the constructor (never at import time), the
-    others when first needed. ``template``: a host template shared with other pools of the same
-    limits (the pool then does not close it); by default the pool starts its own. Use as a
+    others when first needed. ``fork_server``: one shared with other pools of the same limits (the
+    pool then does not close it; None: cold hosts); by default the pool starts its own. Use as a
     context manager or call :meth:`close`.
 
     A pool pickles as a reference: unpickled in another process (a Ray
@@ -56,7 +60,7 @@ class WorkerPool:
     """
 
     def __init__(self, size: int = 4, limits: Optional[SandboxLimits] = None, *, prestart: Optional[int] = None,
-                 template: Any = _OWN) -> None:
+                 fork_server: "ForkServer | None | _Own" = _OWN) -> None:
         if size < 1:
             raise ValueError("size must be >= 1")
         self.size = size
@@ -66,8 +70,8 @@ class WorkerPool:
         self._closed = False
         self._started = 0
         self.token = uuid.uuid4().hex
-        self._owns_template = template is _OWN
-        self._template = new_template(self.limits) if template is _OWN else template
+        self._owns_fork_server = isinstance(fork_server, _Own)
+        self._fork_server = new_fork_server(self.limits) if isinstance(fork_server, _Own) else fork_server
         for _ in range(size if prestart is None else max(0, min(size, prestart))):
             self._idle.put(self._start_worker())
         _POOLS.add(self)
@@ -80,7 +84,7 @@ class WorkerPool:
                 return None
             self._started += 1
         try:
-            return Worker(self.limits, self._template)
+            return Worker(self.limits, self._fork_server)
         except BaseException:
             with self._lock:
                 self._started -= 1
@@ -88,6 +92,11 @@ class WorkerPool:
 
     def __reduce__(self):
         return (_pool_for_token, (self.token, self.size, self.limits))
+
+    @property
+    def fork_server(self) -> Optional[ForkServer]:
+        """The fork server this pool's hosts are forked from (None: cold hosts)."""
+        return self._fork_server
 
     @property
     def idle_workers(self) -> int:
@@ -129,7 +138,7 @@ class WorkerPool:
     def replace(self, worker: Worker) -> Worker:
         """Kills ``worker`` and starts a fresh one in its place."""
         worker.kill()
-        return Worker(self.limits, self._template)
+        return Worker(self.limits, self._fork_server)
 
     def open_session(self, code: str, class_name: str, **kwargs: Any):
         """Opens an :class:`EnvSession` (see its arguments)."""
@@ -157,8 +166,8 @@ class WorkerPool:
                 self._idle.get_nowait().kill()
             except queue.Empty:
                 break
-        if self._template is not None and self._owns_template:
-            self._template.close()
+        if self._fork_server is not None and self._owns_fork_server:
+            self._fork_server.close()
 
     def __enter__(self) -> "WorkerPool":
         return self

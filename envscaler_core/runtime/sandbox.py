@@ -32,7 +32,8 @@ from envscaler_core.artifacts import EnvSpec, ToolCall, content_id
 from .checkers import run_checkers
 from .models import CallResult, CheckResult, EnvLoadError, SandboxLimits, WorkerError
 from .pool import WorkerPool
-from .worker import new_template
+from .forkserver import ForkServer
+from .worker import new_fork_server
 from .session import EnvSession, compute_schemas
 
 __all__ = ["AsyncSession", "OpeningSession", "Replay", "Sandbox", "call_error", "format_arguments"]
@@ -161,18 +162,18 @@ class Sandbox:
                  limits: Optional[SandboxLimits] = None, checker_timeout_s: float = 2.0) -> None:
         checkers = max(2, sessions // 2) if checkers is None else checkers
         limits = limits or SandboxLimits()
-        template = new_template(limits)  # both pools fork their hosts from it
+        fork_server = new_fork_server(limits)  # both pools fork their hosts from it
         # Hosts start when first needed: the constructor returns at once (the first episodes ask
         # the model while their hosts start), and cached verdicts leave most checker hosts unused.
-        self._setup(WorkerPool(max(1, sessions), limits, prestart=HOSTS_PRESTARTED, template=template),
-                    WorkerPool(max(1, checkers), limits, prestart=HOSTS_PRESTARTED, template=template),
-                    checker_timeout_s, template)
+        self._setup(WorkerPool(max(1, sessions), limits, prestart=HOSTS_PRESTARTED, fork_server=fork_server),
+                    WorkerPool(max(1, checkers), limits, prestart=HOSTS_PRESTARTED, fork_server=fork_server),
+                    checker_timeout_s, fork_server)
 
     def _setup(self, sessions: WorkerPool, oneshots: WorkerPool, checker_timeout_s: float,
-               template: Any = None) -> None:
-        """``template``: the host template the two pools share, closed with the sandbox (None
+               fork_server: Optional[ForkServer] = None) -> None:
+        """``fork_server``: the one the two pools share, closed with the sandbox (None
         when the pools own theirs, as pools re-created for a pickled sandbox do)."""
-        self._template = template
+        self._fork_server = fork_server
         self._sessions, self._oneshots, self.checker_timeout_s = sessions, oneshots, checker_timeout_s
         self._tools: dict[str, list[dict]] = {}
         self._tool_gates: dict[str, threading.Lock] = {}
@@ -299,8 +300,8 @@ class Sandbox:
         """Stops both pools and the threads (sessions still open are killed when closed)."""
         self._sessions.close()
         self._oneshots.close()
-        if self._template is not None:
-            self._template.close()
+        if self._fork_server is not None:
+            self._fork_server.close()
         self._calls.shutdown(wait=False, cancel_futures=True)
         self._waits.shutdown(wait=False, cancel_futures=True)
 

@@ -1,14 +1,13 @@
-"""Parent-side handle of one sandbox worker process.
+"""A worker: the parent's handle of one host process (:mod:`.jailed.host`), its pipes and folder.
 
-Isolation set up here (OS level): a scrubbed environment (only PATH, LANG,
-HOME/TMPDIR pointing at the private directory; no PYTHONPATH: the host finds the
-runtime through a bootstrap argument and drops the checkout from ``sys.path``), a
-private 0700 working directory (owned by the worker's unprivileged uid), a fresh
-network namespace via ``unshare -n`` when available, and its own process group so
-a timeout kills the host and its session together. The host reports the posture
-its sessions achieve (:mod:`._confine`); a posture with problems is refused unless
-``allow_weaker_sandbox`` is set, and every degradation is printed once and kept
-for the run's manifest (:mod:`.posture`).
+Isolation set up here (OS level): a scrubbed environment (only PATH, LANG, HOME/TMPDIR pointing
+at the private directory; no PYTHONPATH: the host finds the runtime through a bootstrap argument
+and drops the checkout from ``sys.path``), a private 0700 working directory (owned by the
+worker's unprivileged uid), a fresh network namespace via ``unshare -n`` when available, and its
+own process group so a timeout kills the host, its templates and its cell together. The host
+reports the posture its cells reach (:func:`.jailed.hardening.confine`); a posture with problems
+is refused unless ``allow_weaker_sandbox`` is set, and every degradation is printed once and
+kept for the run's manifest (:mod:`.posture`).
 """
 
 from __future__ import annotations
@@ -29,12 +28,12 @@ from . import posture
 from .wire.replies import KEY_BYTES, ForgedReply, ReplyCheck
 from .models import SandboxLimits, WorkerError
 from .wire.framing import FrameChannel, ProtocolError, wait_readable
-from .forkserver import HostTemplate, TemplateError, kill_group, stderr_tail
+from .forkserver import ForkedHost, ForkServer, ForkServerError, kill_group, stderr_tail
+from .wire.folders import WORKDIR_PREFIX
 
-__all__ = ["Worker", "new_template", "worker_env", "netns_prefix"]
+__all__ = ["Worker", "netns_prefix", "new_fork_server", "sweep_stale_workdirs", "worker_env"]
 
 log = logging.getLogger(__name__)
-WORKDIR_PREFIX = "envscaler-sbx-"
 _PKG_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _UIDS = itertools.count()
 _NETNS: dict[str, Optional[list[str]]] = {}
@@ -43,7 +42,7 @@ _NETNS_LOCK = threading.Lock()
 
 _BOOT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
          "from envscaler_core.runtime.jailed.host import main; main()")
-_TEMPLATE_BOOT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
+_FORK_SERVER_BOOT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
                   "from envscaler_core.runtime.jailed.forkserver import run; run()")
 
 
@@ -81,8 +80,8 @@ def _detect_netns() -> Optional[list[str]]:
     return None
 
 
-def session_uid(limits: SandboxLimits) -> int:
-    """The unprivileged uid/gid a new worker's sessions run as (0: keep the uid, when not root)."""
+def cell_uid(limits: SandboxLimits) -> int:
+    """The unprivileged uid/gid a new worker's templates and cells run as (0: keep the uid, when not root)."""
     if not (limits.drop_privileges and os.geteuid() == 0):
         return 0
     return 200_000 + next(_UIDS) % 100_000 + (os.getpid() % 97) * 100_000
@@ -121,8 +120,8 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def new_template(limits: SandboxLimits) -> Optional[HostTemplate]:
-    """A host template for a pool with ``limits`` (None where pidfds are missing: cold starts)."""
+def new_fork_server(limits: SandboxLimits) -> Optional[ForkServer]:
+    """A fork server for pools with ``limits`` (None where pidfds are missing: cold starts)."""
     if not hasattr(os, "pidfd_open"):
         return None
     try:
@@ -130,20 +129,20 @@ def new_template(limits: SandboxLimits) -> Optional[HostTemplate]:
     except OSError:
         return None
     _sweep_once()
-    return HostTemplate(limits, worker_env, netns_prefix() if limits.network_namespace else None,
-                        ["-c", _TEMPLATE_BOOT, _PKG_ROOT])
+    return ForkServer(limits, worker_env, netns_prefix() if limits.network_namespace else None,
+                      ["-c", _FORK_SERVER_BOOT, _PKG_ROOT])
 
 
 class Worker:
-    """One host process (see :mod:`._worker`) plus its pipes and directory.
+    """One host process (see :mod:`.jailed.host`) plus its pipes and directory.
 
     Args:
         limits: Limits for the sessions this worker runs.
-        template: Fork the host from this warm template (see :mod:`.template`) instead of
-            starting a cold interpreter; falls back to a cold start if the template fails.
+        fork_server: Fork the host from this fork server instead of starting a cold
+            interpreter; falls back to a cold start if the fork server fails.
     """
 
-    def __init__(self, limits: SandboxLimits, template: Optional[HostTemplate] = None) -> None:
+    def __init__(self, limits: SandboxLimits, fork_server: Optional[ForkServer] = None) -> None:
         self.limits = limits
         _sweep_once()
         self.workdir = tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-")
@@ -151,17 +150,10 @@ class Worker:
         cfg = {"limits": limits.model_dump(), "uid": self.uid, "drop_privileges": limits.drop_privileges}
         self.posture: dict = {}
         self._stderr = tempfile.TemporaryFile()
-        self._ended, ended_w = os.pipe()  # the host reports each session's end here; no session holds it
+        self._ended, ended_w = os.pipe()  # the host reports each session's end here; no cell holds it
         try:
-            self.proc = self._fork(template, cfg, ended_w) if template is not None else None
-            if self.proc is None:
-                prefix = netns_prefix() if limits.network_namespace else None
-                boot = json.dumps({**cfg, "ended_fd": ended_w})
-                cmd = [*(prefix or []), sys.executable, "-s", "-c", _BOOT, _PKG_ROOT, boot]
-                self.proc = subprocess.Popen(
-                    cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, pass_fds=(ended_w,),
-                    cwd=self.workdir, env=worker_env(self.workdir), start_new_session=True, close_fds=True,
-                )
+            forked = self._fork(fork_server, cfg, ended_w) if fork_server is not None else None
+            self.proc: ForkedHost | subprocess.Popen = forked if forked is not None else self._cold(cfg, ended_w)
         except BaseException:
             os.close(self._ended)
             raise
@@ -175,17 +167,26 @@ class Worker:
         self._replies: Optional[ReplyCheck] = None  # the open session's, if any
         self._unconfirmed = 0  # sessions that ended by their replies, whose exit the host has not reported yet
 
-    def _fork(self, template: HostTemplate, cfg: dict, ended_fd: int):
-        """A host forked from the pool's warm template, or None (then a cold start)."""
+    def _cold(self, cfg: dict, ended_fd: int) -> subprocess.Popen:
+        """A host started as a fresh interpreter."""
+        prefix = netns_prefix() if self.limits.network_namespace else None
+        boot = json.dumps({**cfg, "ended_fd": ended_fd})
+        cmd = [*(prefix or []), sys.executable, "-s", "-c", _BOOT, _PKG_ROOT, boot]
+        return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                                pass_fds=(ended_fd,), cwd=self.workdir, env=worker_env(self.workdir),
+                                start_new_session=True, close_fds=True)
+
+    def _fork(self, fork_server: ForkServer, cfg: dict, ended_fd: int) -> Optional[ForkedHost]:
+        """A host forked by the fork server, or None (then a cold start)."""
         try:
-            return template.spawn(cfg, self.workdir, self._stderr, ended_fd)
-        except TemplateError as exc:
+            return fork_server.spawn(cfg, self.workdir, self._stderr, ended_fd)
+        except ForkServerError as exc:
             log.warning("sandbox: %s; starting a cold worker", exc)
             return None
 
     def _prepare_dir(self) -> int:
         os.chmod(self.workdir, 0o700)
-        uid = session_uid(self.limits)
+        uid = cell_uid(self.limits)
         if uid and os.geteuid() == 0:
             os.chown(self.workdir, uid, uid)
         return uid
@@ -275,8 +276,8 @@ class Worker:
         return WorkerError(f"sandbox process died: {exc}", "worker_crashed")
 
     def _check_alive(self) -> None:
-        """Raises when the host is dead. Its session replies to us itself and could still answer
-        for a moment after the host was killed (it dies with its template, which dies with the host)."""
+        """Raises when the host is dead. Its cell replies to us itself and could still answer for
+        a moment after the host was killed (it dies with its template, which dies with the host)."""
         if self.dead or self.proc.poll() is not None:
             self.kill()
             raise WorkerError("worker is dead", "worker_crashed")
@@ -284,7 +285,7 @@ class Worker:
     def _session_key(self, deadline: float) -> bytes:
         """What goes before the op: a new session's key when none is open (the op opens one), else
         nothing. A new session's first op is sent only once the host has reported that the last
-        session exited: a session that forged its last reply and lived on would otherwise read it
+        session's cell exited: a cell that forged its last reply and lived on would otherwise read it
         (and the new session's key) from the request pipe."""
         if self._replies is not None:
             return b""
@@ -306,7 +307,7 @@ class Worker:
             self._unconfirmed -= len(got)
 
     def _answer(self, frame: bytes) -> dict:
-        """The open session's reply, checked (:mod:`._reply`); a frame that is not its reply, or
+        """The open session's reply, checked (:mod:`.wire.replies`); a frame that is not its reply, or
         the host's crash report, is raised (the worker killed)."""
         try:
             if self._replies is None:
@@ -328,7 +329,7 @@ class Worker:
         """Sends an op without waiting for its answer (a session's ``close``: the episode need not
         wait for the process to exit). :meth:`settle` reads that answer before the worker's next
         op, so ops and answers stay paired; a worker that does not answer within ``timeout`` of
-        the post, answers anything but ``ok``, or whose session has not exited by then, is killed
+        the post, answers anything but ``ok``, or whose cell has not exited by then, is killed
         there (and the pool replaces it)."""
         if self.dead or not self.ready:
             self.kill()
@@ -343,12 +344,12 @@ class Worker:
 
     def settle(self) -> bool:
         """Reads the answer of a posted op, if any (see :meth:`post`), and waits for the host's report
-        that the session exited; returns whether the worker is usable."""
+        that the session's cell exited; returns whether the worker is usable."""
         if self._posted is not None and not self.dead:
             deadline, self._posted = self._posted, None
             try:
                 resp = self._answer(self.chan.recv(deadline))
-                self._confirm_ended(deadline)  # and the session has exited by the close's deadline
+                self._confirm_ended(deadline)  # and the cell has exited by the close's deadline
             except (ProtocolError, WorkerError):
                 resp = None
             if not (isinstance(resp, dict) and resp.get("ok") is True):

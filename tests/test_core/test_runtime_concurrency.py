@@ -146,7 +146,7 @@ def test_a_lazy_pool_never_starts_more_workers_than_its_size(monkeypatch):
             time.sleep(0.01)
 
     monkeypatch.setattr(pool_module, "Worker", SlowWorker)
-    pool = pool_module.WorkerPool(2, FAST_LIMITS, prestart=0, template=None)
+    pool = pool_module.WorkerPool(2, FAST_LIMITS, prestart=0, fork_server=None)
     pool._lock = YieldingLock()
     got, gate = [], threading.Barrier(8)
 

@@ -19,7 +19,7 @@ import pytest
 
 from envscaler_core.runtime import SandboxLimits, WorkerError, WorkerPool, posture, run_checkers
 from envscaler_core.runtime import worker as worker_mod
-from envscaler_core.runtime.jailed.confine import checkout_root
+from envscaler_core.runtime.jailed.filesystem import checkout_root
 from envscaler_core.runtime.jailed.landlock import abi_version
 
 from .conftest import FAST_LIMITS, hostile
@@ -219,7 +219,7 @@ def test_every_capability_is_dropped(sandbox_pool):
 
 
 def test_a_failed_privilege_drop_is_an_error_unless_allowed(monkeypatch, capsys):
-    monkeypatch.setattr(worker_mod, "session_uid", lambda limits: 4294967295)  # setresuid(-1): no change
+    monkeypatch.setattr(worker_mod, "cell_uid", lambda limits: 4294967295)  # setresuid(-1): no change
     with WorkerPool(1, FAST_LIMITS) as pool, pytest.raises(Exception, match="hardening failed"):
         _call(pool, "return {'success': True}")
     monkeypatch.setenv("ENVSCALER_ALLOW_WEAKER_SANDBOX", "1")  # the opt-in every stage's pools see
@@ -376,7 +376,8 @@ def test_a_do_nothing_episode_with_a_forging_checker_scores_nothing(scripted_env
 
 def test_sandbox_never_wipes_a_folder_that_is_not_its_own(tmp_path):
     """A host whose working folder is not a sandbox folder (``/tmp``, the checkout) leaves it alone."""
-    from envscaler_core.runtime.jailed import host as _worker
+    from envscaler_core.runtime.jailed.host import wipe
+    from envscaler_core.runtime.wire.folders import is_own_folder
 
     outside = tmp_path / "checkout"
     outside.mkdir()
@@ -384,8 +385,8 @@ def test_sandbox_never_wipes_a_folder_that_is_not_its_own(tmp_path):
     own = tmp_path / "envscaler-sbx-1-abc"
     own.mkdir()
     (own / "scratch.txt").write_text("x")
-    _worker._wipe(str(outside))
-    _worker._wipe(str(own))
+    wipe(str(outside))
+    wipe(str(own))
     assert (outside / "keep.txt").exists()
     assert not (own / "scratch.txt").exists()
-    assert not _worker.is_own_folder("/tmp") and not _worker.is_own_folder("/")
+    assert not is_own_folder("/tmp") and not is_own_folder("/")

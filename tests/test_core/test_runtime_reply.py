@@ -9,7 +9,7 @@ import pytest
 
 from envscaler_core.runtime import WorkerPool
 from envscaler_core.runtime.wire.replies import HOST, LAST, REPLY, ForgedReply, ReplyCheck, signed_frame
-from envscaler_core.runtime.jailed.host import CLEAN_EXIT, _signer
+from envscaler_core.runtime.jailed.cell import CLEAN_EXIT, signer
 from envscaler_core.testing.library import LIBRARY_SOURCE, library_state
 
 from .conftest import FAST_LIMITS, hostile
@@ -71,7 +71,7 @@ def test_no_code_of_the_environment_runs_after_the_last_reply():
                     [[] for _ in range(10)]  # allocations: a collection, were the collector on
                 return done
 
-            send = _signer(w, KEY)
+            send = signer(w, KEY)
             signal.signal(signal.SIGALRM, lambda *_: real_write(w, b"ALRM"))
             os.write = then_junk
             send({"ok": True}, last=True)

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from envscaler_core.runtime import WorkerPool
-from envscaler_core.runtime.forkserver import ForkedProcess, kill_group
+from envscaler_core.runtime.forkserver import ForkedHost, kill_group
 from envscaler_core.runtime.worker import Worker, netns_prefix, worker_env
 from envscaler_core.testing.library import LIBRARY_SOURCE, library_state
 
@@ -51,14 +51,14 @@ def test_hosts_are_forked_from_the_template_and_isolated_like_cold_ones(pool):
         for w in workers:
             w.request({"op": "ping"}, 5)  # ready: the host forked one session already
         pids = [w.proc.pid for w in workers]
-        assert all(isinstance(w.proc, ForkedProcess) for w in workers)
-        assert len({pool._template.proc.pid, *pids}) == 4
+        assert all(isinstance(w.proc, ForkedHost) for w in workers)
+        assert len({pool.fork_server.proc.pid, *pids}) == 4
         for w, pid in zip(workers, pids):
             assert os.getpgid(pid) == pid  # own process group: a timeout kills host and session together
             assert os.readlink(f"/proc/{pid}/cwd") == w.workdir
             assert fds(pid) == cold_fds  # nothing inherited from the template beyond a cold host's
         if netns_prefix() is not None:
-            nets = {os.readlink(f"/proc/{pid}/ns/net") for pid in [os.getpid(), pool._template.proc.pid, *pids]}
+            nets = {os.readlink(f"/proc/{pid}/ns/net") for pid in [os.getpid(), pool.fork_server.proc.pid, *pids]}
             assert len(nets) == 5  # every host in a network namespace of its own
     finally:
         for w in workers:
@@ -93,10 +93,10 @@ def test_a_host_killed_before_it_leads_its_own_group_dies_too():
 
 def test_a_dead_template_falls_back_to_cold_hosts():
     with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
-        pool._template.proc.kill()
-        pool._template.proc.wait()
+        pool.fork_server.proc.kill()
+        pool.fork_server.proc.wait()
         worker = pool.replace(pool.acquire())
-        assert not isinstance(worker.proc, ForkedProcess)
+        assert not isinstance(worker.proc, ForkedHost)
         pool.release(worker)
         with pool.open_session(LIBRARY_SOURCE, "LibrarySystem", initial_state=library_state()) as s:
             assert s.call("get_book", {"book_id": "b1"}).ok
@@ -334,15 +334,15 @@ def test_a_forged_reply_from_a_template_session_is_rejected():
 
 
 def test_a_template_with_a_thread_or_child_is_refused(tmp_path):
-    from envscaler_core.runtime.jailed.templates import _Template
+    from envscaler_core.runtime.jailed.templates import TemplateProcess
 
     code = "import threading, time, sys; threading.Thread(target=time.sleep, args=(30,), daemon=True).start(); print(1, flush=True); time.sleep(30)"
     busy = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
     idle = subprocess.Popen([sys.executable, "-c", "import time; print(1, flush=True); time.sleep(30)"], stdout=subprocess.PIPE)
     try:
         busy.stdout.readline(), idle.stdout.readline()
-        assert "thread" in (_Template(busy.pid, None).clean() or "")
-        assert _Template(idle.pid, None).clean() is None
+        assert "thread" in (TemplateProcess(busy.pid, None).clean() or "")
+        assert TemplateProcess(idle.pid, None).clean() is None
     finally:
         for proc in (busy, idle):
             proc.kill()
@@ -352,7 +352,7 @@ def test_a_template_with_a_thread_or_child_is_refused(tmp_path):
 def test_the_sandbox_side_imports_none_of_the_driver_side():
     """A host carries only what sessions need: every session is forked from it, and a smaller process
     forks and exits faster. The package's names still resolve for the stages."""
-    code = ("import sys; from envscaler_core.runtime.jailed.host import _preload; _preload(); "
+    code = ("import sys; from envscaler_core.runtime.jailed.host import preload; preload(); "
             "print(sorted(m for m in ('asyncio', 'envscaler_core.runtime.pool', 'envscaler_core.artifacts', "
             "'envscaler_core.runtime.sandbox', 'openai', 'httpx') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

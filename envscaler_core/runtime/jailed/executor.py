@@ -1,4 +1,4 @@
-"""Worker-side execution of one environment session (runs in the sandbox).
+"""The environment instance a cell hosts: load, call, snapshot, restore (runs confined).
 
 Every op returns a plain-JSON response. Tool-call errors are observations
 (``{"success": False, "error_type": ..., "error": ...}``); on any error the
@@ -132,7 +132,7 @@ class Executor:
 
     def __init__(self, limits: dict) -> None:
         self.limits = limits
-        self.cls: Optional[type] = None  # set by :meth:`prepare` in an environment template
+        self.cls: Optional[type] = None  # set by :meth:`prepare` in a template
         self.with_config: Optional[bool] = None  # its constructor's signature, read once there too
         self.instance: Any = None
         self.tools: dict[str, ToolSpec] = {}
@@ -151,8 +151,8 @@ class Executor:
             return _fail("timeout", f"loading the environment took longer than {self.limits['load_timeout_s']}s")
 
     def prepare(self, req: dict) -> Optional[dict]:
-        """Executes the module and builds the tools once, for every session forked afterwards
-        (an environment template, :mod:`._envtemplate`); returns an error response or None."""
+        """Executes the module and builds the tools once, for every cell forked afterwards (a
+        template, :mod:`.templates`); returns an error response or None."""
         try:
             with deadline(self.limits["load_timeout_s"]):
                 cls, error = load_class(req["code"], req["class_name"])

@@ -1,18 +1,18 @@
-"""Host template process (started by ``template.HostTemplate``; entry point :func:`run`).
+"""The fork server: one per sandbox, it forks every host warm (parent side: :mod:`..forkserver`).
 
-Started once per pool (under the same ``unshare`` prefix, scrubbed environment and session
-as a cold worker), it imports and warms everything a host needs (:func:`._worker._preload`),
-then forks hosts on request instead of the pool starting one cold interpreter per worker.
+Started once (under the same ``unshare`` prefix, scrubbed environment and process session as a
+cold host), it imports and warms everything a host needs (:func:`.host.preload`), then forks
+hosts on request instead of the parent starting one cold interpreter per worker.
 
-Control channel: fd 0 is a ``SOCK_SEQPACKET`` socket. A request is one JSON message (the
-host's config, its working directory, whether to enter a new network namespace) carrying four
-descriptors: the host's stdin, stdout and stderr, and the pipe on which it reports each session's
-end (fd 3 in the host, :mod:`._worker`). The answer is ``{"pid": ...}`` carrying a
-pidfd of the new host (so the parent can watch a process that is not its child). The forked
-host starts its own session and process group, closes every other descriptor, moves into its
-directory, points HOME/TMPDIR there, optionally unshares the network namespace, and runs the
-ordinary host loop (:func:`.host.main`); hardening stays per session, after the
-session's own fork. The template exits when the control socket closes (the parent is gone).
+Control channel: fd 0 is a ``SOCK_SEQPACKET`` socket. A request is one JSON message (the host's
+config, its working directory, whether to enter a new network namespace) carrying four
+descriptors: the host's stdin, stdout and stderr, and the pipe on which it reports each
+session's end (``ENDED_FD`` in the host). The answer is ``{"pid": ...}`` carrying a pidfd of the
+new host (so the parent can watch a process that is not its child). The forked host starts its
+own process session and group, closes every other descriptor, moves into its directory, points
+HOME/TMPDIR there, optionally unshares the network namespace, and runs the ordinary host loop
+(:func:`.host.main`); confinement stays per cell, after the cell's own fork. The fork server
+exits when the control socket closes (the parent is gone).
 """
 from __future__ import annotations
 
@@ -26,8 +26,12 @@ import socket
 import sys
 import tempfile
 
+from ..wire.folders import is_own_folder
+
+__all__ = ["reap_children", "run"]
+
 _CLONE_NEWNET = 0x40000000
-TEMPLATE_PID = [os.getpid()]
+FORK_SERVER_PID = [os.getpid()]
 
 
 def _unshare_net() -> bool:
@@ -36,29 +40,29 @@ def _unshare_net() -> bool:
 
 
 def _become_host(req: dict, fds: list[int], control: int) -> None:
-    """In the forked child: set up like a freshly started worker, then serve as a host."""
+    """In the forked child: set up like a freshly started host, then serve as one."""
     code = 1
     try:
-        from .host import ENDED_FD, main  # imported by the template already
+        from .host import ENDED_FD, main  # imported by the fork server already
 
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the host waits for its own sessions
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the host waits for its own cells
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
         os.setsid()
         for target, fd in enumerate(fds):  # stdin, stdout, stderr, the session-end pipe (ENDED_FD)
             os.dup2(fd, target)
         os.closerange(len(fds), max(os.sysconf("SC_OPEN_MAX"), control + 1))
-        req["cfg"]["ended_fd"] = ENDED_FD  # the fourth descriptor (HostTemplate.spawn's order)
+        req["cfg"]["ended_fd"] = ENDED_FD  # the fourth descriptor (ForkServer.spawn's order)
         os.chdir(req["workdir"])
         os.environ.update(HOME=req["workdir"], TMPDIR=req["workdir"])
         tempfile.tempdir = None
         if req.get("netns") and not _unshare_net():
-            sys.stderr.write("envscaler host: could not enter a new network namespace; sharing the template's\n")
+            sys.stderr.write("envscaler host: could not enter a new network namespace; sharing the fork server's\n")
         main(req["cfg"])
     finally:
         os._exit(code)
 
 
-def _reap(*_: object) -> None:
+def reap_children(*_: object) -> None:
     """SIGCHLD: reaps exited hosts (the parent watches them through pidfds, not through us)."""
     while True:
         try:
@@ -69,18 +73,18 @@ def _reap(*_: object) -> None:
             return
 
 
-def main() -> None:
-    from . import confine
-    from .host import _preload
+def _serve_forks() -> None:
+    from . import filesystem
+    from .host import preload
 
     control = socket.socket(fileno=os.dup(0))
     os.dup2(os.open(os.devnull, os.O_RDWR), 0)
     sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
-    _preload()
-    confine.scrub_sys_path()
+    preload()
+    filesystem.scrub_sys_path()
     gc.collect()
     gc.freeze()
-    signal.signal(signal.SIGCHLD, _reap)
+    signal.signal(signal.SIGCHLD, reap_children)
     control.send(json.dumps({"ready": True, "pid": os.getpid()}).encode())
     while True:
         try:
@@ -107,12 +111,10 @@ def main() -> None:
 
 
 def run() -> None:
-    """Entry point (see ``template.HostTemplate``): the template exits when its parent does."""
-    from .host import is_own_folder
-
+    """Entry point (see ``forkserver.ForkServer``): the fork server exits when its parent does."""
     try:
-        main()
+        _serve_forks()
     finally:
-        if os.getpid() == TEMPLATE_PID[0] and is_own_folder(os.getcwd()):  # not a host whose start failed
+        if os.getpid() == FORK_SERVER_PID[0] and is_own_folder(os.getcwd()):  # not a host whose start failed
             shutil.rmtree(os.getcwd(), ignore_errors=True)
         os._exit(0)

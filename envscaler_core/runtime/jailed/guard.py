@@ -1,4 +1,4 @@
-"""Hardening applied inside a session process right after it is forked.
+"""The kernel and Python-level primitives that :func:`.hardening.confine` applies.
 
 OS level (kernel-enforced): rlimits (AS, CPU, FSIZE, NOFILE, NPROC, CORE),
 an unprivileged per-worker uid with no capability left in any set (bounding and
@@ -46,7 +46,7 @@ _PATH_EVENTS = {
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
 
-_libc = ctypes.CDLL(None, use_errno=True)  # loaded once in the host: a session may not load libraries
+_libc = ctypes.CDLL(None, use_errno=True)  # loaded once in the host: a cell may not load libraries
 _libc.prctl, _libc.syscall  # noqa: B018 - resolved now (a later lookup is a ctypes.dlsym audit event)
 _fork = ctypes.PyDLL(None, use_errno=True).fork  # holds the GIL across the call
 _fork.restype = ctypes.c_int
@@ -57,10 +57,10 @@ def bare_fork() -> int:
     parent or the child (os.fork: the import lock, the threading module's cleanup, the reseed of
     ``random``).
 
-    For an environment template only (:mod:`._envtemplate`): it has one thread, verified, so there
-    is nothing to clean up in the child, and a handler the environment's module registered while it
-    was loaded would otherwise run the environment's code in the template at every fork. Also
-    faster: the child writes to ~190 fewer of the pages it shares with the template (issue 18).
+    For a template only (:mod:`.templates`): it has one thread, verified, so there is nothing to
+    clean up in the child, and a handler the environment's module registered while it was loaded
+    would otherwise run the environment's code in the template at every fork. The child also
+    skips CPython's after-fork work, so it copies fewer of the pages it shares with the template.
     """
     pid = _fork()
     if pid < 0:
@@ -73,7 +73,7 @@ def yield_cpu(nice: int) -> None:
     """This process (and all it forks) becomes ``nice`` steps nicer and ``SCHED_BATCH``: woken by a
     request, it does not preempt whatever runs on that core (the driver's event loop, a local
     model server). The nice value weighs it against processes of its own scheduling group only:
-    under Linux autogroup a host (its own session) is a group apart (see ``SandboxLimits.nice``).
+    under Linux autogroup a host (its own process session, ``setsid``) is a group apart (see ``SandboxLimits.nice``).
     Irreversible without privileges."""
     if nice <= 0:
         return
@@ -90,8 +90,8 @@ def set_rlimits(limits: dict, nproc: tuple[int, int] = (0, 0)) -> None:
     Args:
         limits: Keys ``memory_bytes``, ``cpu_seconds``, ``file_size_bytes``,
             ``open_files`` as in :class:`SandboxLimits`.
-        nproc: RLIMIT_NPROC (soft, hard): ``(0, 0)`` for a session (no process, no thread);
-            an environment template (:mod:`._envtemplate`) keeps a small hard limit to fork its sessions.
+        nproc: RLIMIT_NPROC (soft, hard): ``(0, 0)`` for a cell (no process, no thread);
+            a template (:mod:`.templates`) keeps a small hard limit to fork its cells.
     """
     pairs = [
         (resource.RLIMIT_AS, limits["memory_bytes"]),
@@ -129,7 +129,7 @@ def drop_privileges(uid: int) -> dict:
     ``/proc/self/status``, not assumed.
 
     Args:
-        uid: The session uid/gid (a per-worker unprivileged id), or 0 to keep the uid.
+        uid: The cell's uid/gid (a per-worker unprivileged id), or 0 to keep the uid.
 
     Returns:
         ``{"uid", "gid", "groups", "caps", "no_new_privs", "problems"}``; ``problems`` lists
@@ -204,8 +204,8 @@ def install_audit_hook(root: str, trusted: frozenset = frozenset()) -> None:
     Args:
         root: The private working directory; the only writable place.
         trusted: Code objects of the runtime's own functions that may still do a blocked thing
-            (fork a session, lower its limits) while one of them is on the stack: given by an
-            environment template (:mod:`._envtemplate`), whose sessions add a hook without any.
+            (fork a cell, lower its limits) while one of them is on the stack: given by a
+            template (:mod:`.templates`), whose cells add a hook without any.
     """
     root = os.path.realpath(root)
     blocked, path_events = frozenset(_BLOCKED), frozenset(_PATH_EVENTS)

@@ -113,7 +113,7 @@ class Ruleset:
                 os.close(fd)
 
     def restrict(self) -> None:
-        """Confines this thread (the session is single-threaded) and its future children."""
+        """Confines this thread (the caller is single-threaded) and its future children."""
         _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
         try:
             _check(_libc.syscall(_RESTRICT, ctypes.c_int(self.fd), ctypes.c_uint32(0)), "restrict_self")

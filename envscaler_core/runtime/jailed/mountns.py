@@ -1,13 +1,13 @@
-"""A private mount namespace that hides folders from a session (needs root / CAP_SYS_ADMIN).
+"""A private mount namespace that hides folders from a host's cells (needs root / CAP_SYS_ADMIN).
 
-Used in two cases, always inside the freshly forked session before it gives up root:
+Entered by the host (:func:`.filesystem.prepare`), before it forks any template or cell, in two cases:
 
-- with Landlock, to make the Python installation reachable by the unprivileged session uid
+- with Landlock, to make the Python installation reachable by the cells' unprivileged uid
   when it lies under a folder that uid cannot enter (e.g. ``/root/.pyenv``): the folder is
   covered by an empty read-only tmpfs and only the installation is bound back into it;
 - without Landlock (old kernels), as the read confinement: the user's checkout, ``/root``,
   ``/home``, ``/tmp`` and the other places secrets live are covered the same way, and only the
-  Python installation, the runtime's modules and the session's own folder are bound back.
+  Python installation, the runtime's modules and the worker's own folder are bound back.
 """
 
 from __future__ import annotations

@@ -1,35 +1,34 @@
-"""Environment templates: each session of an environment forked from a process that loaded it once.
+"""Templates: each cell of an environment is forked from a process that loaded it once.
 
-Executing an environment's module and building its tools' pydantic models and JSON schemas was
-most of a session's start (issue 18). So the host (:mod:`._worker`) reads each session's first
-op itself; for a session ``load`` it keeps, for the last ``TEMPLATES_PER_HOST`` environments it
-served, a *template* (and one *base* template, never given any environment, for every other op:
-checker batches, schema-only loads): a process forked from the host that hardens itself exactly like a session
-(:func:`.confine.harden`: privileges dropped, the host's Landlock ruleset; the same rlimits and
-audit hook), executes the module and builds the tools once, and then forks every session of that
-environment. The kernel state a session needs (uid, empty capability sets, ``no_new_privs``, the
-Landlock domain with its private folder as the only writable place, the mount and network
-namespaces) is inherited through ``fork`` and cannot be undone, so the session only adds what a
-fork does not carry or what the template must not have: ``RLIMIT_NPROC`` = 0, a parent-death
-signal, a strict audit hook of its own, and its reply channel.
+Executing an environment's module and building its tools' pydantic models and JSON schemas is
+most of a session's start. So the host (:mod:`.host`) reads each session's first op itself; for
+a session ``load`` it keeps, for the last ``TEMPLATES_PER_HOST`` environments it served, a
+*template* (and one *base* template, never given any environment, for every other op: checker
+batches, schema-only loads): a process forked from the host that confines itself exactly like a
+cell (:func:`.hardening.confine`), executes the module and builds the tools once, and then forks
+every cell of that environment. The kernel state a cell needs (uid, empty capability sets,
+``no_new_privs``, the Landlock domain with its private folder as the only writable place, the
+mount and network namespaces, the rlimits) is inherited through ``fork`` and cannot be undone,
+so the cell only adds what a fork does not carry or what the template must not have
+(:func:`.hardening.confine` without ``prepared``), and its reply channel.
 
 Reply channel: for each session the host hands the key the parent drew for it, the parent's
 reply pipe and the request pipe to the template over a unix socket (``SCM_RIGHTS``); the
-template forks, the session signs its replies with that key and writes them to the parent
-itself (:mod:`._reply`), and the template closes its copies. A template never holds the
+template forks, the cell signs its replies with that key and writes them to the parent itself
+(:mod:`..wire.replies`), and the template closes its copies. A template never holds the
 parent's pipes while environment code runs in it.
 
 While the template loads the module its ``RLIMIT_NPROC`` soft limit is 0 (no process, no thread),
-its hard limit ``TEMPLATES_PER_HOST + 2`` (the templates and one session) under the worker's own
-uid (when started as root); the audit hook lets only the runtime's fork loop
-(:func:`_fork_sessions`, on the stack) raise that soft limit (its fork is a bare ``fork(2)``, no
-audit event: the kernel's limit is what stops the module). After the load the host checks that
-the template has one thread and no child, and the template blocks every signal and freezes the
-garbage collector, so none of the environment's code runs in it any more. It forks its sessions with a bare ``fork(2)``
+its hard limit ``TEMPLATES_PER_HOST + 2`` (the templates and one cell) under the worker's own uid
+(when started as root); the audit hook lets only the runtime's fork loop (:func:`_fork_cells`,
+on the stack) raise that soft limit (its fork is a bare ``fork(2)``, no audit event: the kernel's
+limit is what stops the module). After the load the host checks that the template has one thread
+and no child, and the template blocks every signal and freezes the garbage collector, so none of
+the environment's code runs in it any more. It forks its cells with a bare ``fork(2)``
 (:func:`.guard.bare_fork`): no ``os.register_at_fork`` handler runs, so a handler the module
-registered cannot run the environment's code in the template at every fork (and the child skips
-CPython's after-fork work). ``random`` is reseeded per session (then seeded by the load's seed, if
-any, before the constructor), so only code at a module's top level sees one state per template.
+registered cannot run the environment's code in the template at every fork. ``random`` is
+reseeded per cell (then seeded by the load's seed, if any, before the constructor), so only code
+at a module's top level sees one state per template.
 """
 from __future__ import annotations
 
@@ -45,26 +44,26 @@ import socket
 import struct
 from typing import Any, Optional
 
-from . import confine, guard
-from .executor import Executor
-from ..wire.replies import HOST, write_signed
-from .host import (CATCHABLE_SIGNALS, CLEAN_EXIT, HARDENING_FAILED, PARENT_GONE, _close_other_fds, _quiet, _serve,
-                      _signer)
 from ..wire.framing import ProtocolError, read_frame, write_frame
+from ..wire.replies import HOST, write_signed
+from . import guard
+from .cell import CATCHABLE_SIGNALS, CLEAN_EXIT, HARDENING_FAILED, PARENT_GONE, serve, signer
+from .executor import Executor
+from .hardening import ParentGone, confine, lower_nproc, refused
 
-__all__ = ["TEMPLATES_PER_HOST", "Templates", "template_key"]
+__all__ = ["TEMPLATES_PER_HOST", "TemplateProcess", "Templates", "template_key"]
 
 TEMPLATES_PER_HOST = 2
 _HEAD = struct.Struct(">32sI")  # the session's key, length of its first request
-_STATUS = struct.Struct(">i")  # a session's wait status
+_STATUS = struct.Struct(">i")  # a cell's wait status
 
 
 BASE = "base"
 
 
 def template_key(req: Any) -> str:
-    """Sessions of the same environment source share a template; every other session (checkers,
-    schema-only loads, pings) is forked from the host's *base* template, which hardened itself
+    """Sessions of the same environment source share a template; every other cell (checkers,
+    schema-only loads, pings) is forked from the host's *base* template, which confined itself
     the same way but never runs anything but the runtime."""
     if not (isinstance(req, dict) and req.get("op") == "load" and not req.get("schemas_only")):
         return BASE
@@ -82,22 +81,17 @@ def _exited(code: int) -> int:
 # ---------------------------------------------------------------------- in the template process
 def _template(sock: socket.socket, first: Optional[dict], cfg: dict, prepared: dict, hard: int, nonce: str,
               host: int) -> None:
-    """The template: harden like a session, load the environment once (``first``; None for the
-    base template), then fork its sessions."""
+    """The template: confine like a cell, load the environment once (``first``; None for the base
+    template), then fork its cells."""
     code = 1
     try:
-        ruleset = prepared["ruleset"]
-        _quiet()
-        _close_other_fds({sock.fileno(), ruleset.fd if ruleset else -1})  # the host's pipes stay with the host
-        posture = confine.harden(prepared)
-        if posture["problems"] and not cfg["limits"].get("allow_weaker_sandbox"):
+        trusted = frozenset({_fork_cells.__code__, lower_nproc.__code__})
+        posture = confine({sock.fileno()}, host, prepared=prepared, limits=cfg["limits"], nproc=(0, hard),
+                          trusted=trusted)  # the host's pipes stay with the host; its cells reply to the parent
+        assert posture is not None
+        if refused(posture, cfg["limits"]):
             code = HARDENING_FAILED
             return
-        if not guard.parent_death_signal(host):  # after harden: a change of uid clears it
-            code = PARENT_GONE  # its sessions reply to the parent itself: none may outlive the host
-            return
-        guard.set_rlimits(cfg["limits"], (0, hard))
-        guard.install_audit_hook(os.getcwd(), frozenset({_fork_sessions.__code__, _lower_nproc.__code__}))
         ex = Executor(cfg["limits"])
         error = ex.prepare(first) if first is not None else None
         del first
@@ -109,16 +103,18 @@ def _template(sock: socket.socket, first: Optional[dict], cfg: dict, prepared: d
             code = CLEAN_EXIT
             return
         template = os.getpid()
-        got = _fork_sessions(sock, hard)
-        code = PARENT_GONE if got is None else _session(sock, got, cfg, ex, template)
+        got = _fork_cells(sock, hard)
+        code = PARENT_GONE if got is None else _cell(sock, got, cfg, ex, template)
+    except ParentGone:
+        code = PARENT_GONE  # its cells reply to the parent itself: none may outlive the host
     finally:
         os._exit(code)
 
 
-def _fork_sessions(sock: socket.socket, hard: int) -> Optional[tuple[bytes, bytes, list[int]]]:
-    """Template loop: one fork per session request; reports each session's wait status.
+def _fork_cells(sock: socket.socket, hard: int) -> Optional[tuple[bytes, bytes, list[int]]]:
+    """Template loop: one fork per session request; reports each cell's wait status.
 
-    Returns the request in the forked session; None in the template once the host is gone."""
+    Returns the request in the forked cell; None in the template once the host is gone."""
     resource.setrlimit(resource.RLIMIT_NPROC, (hard, hard))
     ctl = sock.fileno()
     while True:
@@ -159,30 +155,25 @@ def _recv_exact(sock: socket.socket, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def _lower_nproc() -> None:
-    resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
-
-
-def _session(sock: socket.socket, got: tuple[bytes, bytes, list[int]], cfg: dict, ex: Executor, template: int) -> int:
-    """The forked session: what a fork does not carry, then serve its requests (an exit code)."""
+def _cell(sock: socket.socket, got: tuple[bytes, bytes, list[int]], cfg: dict, ex: Executor, template: int) -> int:
+    """The forked cell: what a fork does not carry, then serve its requests (an exit code)."""
     key, body, (reply_fd, in_fd) = got
     os.close(sock.detach())
-    _close_other_fds({reply_fd, in_fd})
+    try:
+        confine({reply_fd, in_fd}, template)  # no runtime function is trusted by the cell's own hook
+    except ParentGone:
+        return PARENT_GONE
     _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
     random.seed()  # the template's state otherwise (a bare fork skips random's own reseed); a load's seed replaces it
     gc.enable()
-    if not guard.parent_death_signal(template):
-        return PARENT_GONE
-    _lower_nproc()
-    guard.install_audit_hook(os.getcwd())  # the session's own hook: no runtime function is trusted
-    send = _signer(reply_fd, key)
+    send = signer(reply_fd, key)
     del key, got
-    return _serve(in_fd, send, cfg["limits"], json.loads(body), ex)
+    return serve(in_fd, send, cfg["limits"], json.loads(body), ex)
 
 
 # ---------------------------------------------------------------------- in the host
-class _Template:
-    """Host side of one template process."""
+class TemplateProcess:
+    """The host's handle of one template process (its child)."""
 
     def __init__(self, pid: int, sock: socket.socket) -> None:
         self.pid, self.sock = pid, sock
@@ -194,7 +185,7 @@ class _Template:
             return False
 
     def clean(self) -> Optional[str]:
-        """Why the freshly loaded template must not fork sessions (a thread or child it started), or None."""
+        """Why the freshly loaded template must not fork cells (a thread or child it started), or None."""
         try:
             with open(f"/proc/{self.pid}/status") as fh:
                 threads = next((line.split()[1] for line in fh if line.startswith("Threads:")), "1")
@@ -225,7 +216,7 @@ class _Template:
             return None
 
     def run(self, body: bytes, reply_key: bytes, in_fd: int, out_fd: int) -> Optional[int]:
-        """One session from this template, replying on ``out_fd`` under ``reply_key``; returns its
+        """One cell from this template, replying on ``out_fd`` under ``reply_key``; returns its
         wait status, or None if the template ended."""
         try:
             socket.send_fds(self.sock, [_HEAD.pack(reply_key, len(body))], [out_fd, in_fd])
@@ -240,20 +231,20 @@ class Templates:
 
     Args:
         cfg: The host's config.
-        prepared: The host's confinement (:func:`.confine.prepare`), applied by each template.
-        in_fd: The parent's request pipe (handed to each session, never kept by a template).
+        prepared: The host's confinement (:func:`.filesystem.prepare`), applied by each template.
+        in_fd: The parent's request pipe (handed to each cell, never kept by a template).
         out_fd: The pipe to the parent.
     """
 
     def __init__(self, cfg: dict, prepared: dict, in_fd: int, out_fd: int) -> None:
         self.cfg, self.prepared, self.in_fd, self.out_fd = cfg, prepared, in_fd, out_fd
-        self.live: dict[str, _Template] = {}
+        self.live: dict[str, TemplateProcess] = {}
         own_uid = int(prepared.get("uid") or 0) > 0
         self.hard = TEMPLATES_PER_HOST + 2 if own_uid else resource.getrlimit(resource.RLIMIT_NPROC)[1]
 
-    def session(self, key: str, body: bytes, first: dict, reply_key: bytes) -> int:
-        """Serves the session whose first request is ``first`` (raw: ``body``) from the template of
-        ``key``, replying under ``reply_key``; returns its wait status."""
+    def run_cell(self, key: str, body: bytes, first: dict, reply_key: bytes) -> int:
+        """Serves the session whose first request is ``first`` (raw: ``body``) in a cell of the
+        template of ``key``, replying under ``reply_key``; returns the cell's wait status."""
         tpl = self.live.pop(key, None)
         if tpl is not None and not tpl.alive():  # it ended while idle (e.g. its CPU limit)
             tpl.close()
@@ -267,12 +258,12 @@ class Templates:
         for old in envs[:max(0, len(envs) - TEMPLATES_PER_HOST)]:
             self.live.pop(old).close()
         status = tpl.run(body, reply_key, self.in_fd, self.out_fd)
-        if status is None:  # the template ended under the session
+        if status is None:  # the template ended under the cell
             del self.live[key]
             status = tpl.close()
         return status
 
-    def _start(self, first: Optional[dict], reply_key: bytes) -> tuple[Optional[_Template], int]:
+    def _start(self, first: Optional[dict], reply_key: bytes) -> tuple[Optional[TemplateProcess], int]:
         """A loaded template, or (None, wait status) after its load error was answered / it died."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         nonce, host = os.urandom(16).hex(), os.getpid()
@@ -280,7 +271,7 @@ class Templates:
         if pid == 0:
             _template(theirs, first, self.cfg, self.prepared, self.hard, nonce, host)
         theirs.close()
-        tpl = _Template(pid, ours)
+        tpl = TemplateProcess(pid, ours)
         try:
             reply = read_frame(ours.fileno())
         except (ProtocolError, OSError, ValueError):

@@ -1,29 +1,28 @@
 """The reply channel: authenticated frames that the parent checks itself.
 
-Each session's replies go straight to the parent's pipe (the host forwards nothing: issue 18,
-one process hop and one wake-up less per reply). Every frame after the host's hello is
-``[4-byte length][1-byte kind][32-byte MAC][JSON body]``. The MAC (keyed BLAKE2b) covers the
+Each session's replies go from its cell straight to the parent's pipe (the host forwards nothing).
+Every frame after the host's hello is ``[4-byte length][1-byte kind][32-byte MAC][JSON body]``. The MAC (keyed BLAKE2b) covers the
 kind, a per-session sequence number and the body, under a 32-byte key that the *parent* draws for
-each session and sends with the session's first request (the host hands it to the session and
-keeps no other). BLAKE2b is CPython's own code: HMAC-SHA256 went through OpenSSL, whose shared
-state a freshly forked session then copied (~25 more copy-on-write faults per session). Kinds:
+each session and sends with the session's first request (the host hands it to the session's cell
+and keeps no other). BLAKE2b is CPython's own code: HMAC-SHA256 goes through OpenSSL, whose shared
+state a freshly forked cell would copy. Kinds:
 
 * ``R``: a reply, more to come;
 * ``L``: the session's last reply; the runtime writes it with the garbage collector off and every
   signal blocked and exits at once, so no code of the environment runs after it (nothing it
   could write afterwards would be read as the next session's);
 * ``H``: the host's word about the session (a crash, a template that failed to load); it ends
-  the session too, and the host writes it only once the session has exited.
+  the session too, and the host writes it only once the session's cell has exited.
 
 Bytes that generated code writes to a descriptor it can reach fail the check (or the length
 limit); the parent then kills the worker and reports ``worker_crashed``, so a stray write is a
 crash of that session and nothing it wrote is used. A later session's key does not exist while
 an earlier session runs, and the parent sends it (with the session's first request) only once
-the host has reported on a pipe no session holds that the earlier session exited
+the host has reported on a pipe no cell holds that the earlier session's cell exited
 (``Worker._confirm_ended``): environment code that reaches the signer through the frame stack can
-forge its own session's replies, its last included, but never see or answer another session's. Checkers and
-rule predicates cannot even reach a descriptor (they run under RestrictedPython,
-:mod:`._restricted`).
+forge its own session's replies, its last included, but never see or answer another session's.
+Checkers and rule predicates cannot even reach a descriptor (they run under RestrictedPython,
+:mod:`..jailed.restricted`).
 """
 
 from __future__ import annotations

@@ -1,22 +1,16 @@
-"""What a session may touch, and the kernel confinement that enforces it.
+"""What a cell may read and write, and the kernel rules that enforce it, built once per host.
 
-:func:`plan` and :func:`prepare` run once in the host (after its imports): the folders a
-session may read (the Python installation, the shared libraries it loads, the runtime's own
-modules, time-zone data) and the one it may write (its private folder), built into:
+:func:`plan` and :func:`prepare` run in the host (after its imports): the folders a cell may read
+(the Python installation, the shared libraries it loads, the runtime's own modules, time-zone
+data) and the one it may write (its private folder), built into a Landlock ruleset (read-only on
+the plan's folders, read/write on the private folder, no ``execve`` anywhere, TCP bind/connect
+denied with ABI >= 4, signals and abstract unix sockets scoped with ABI >= 6). When the cell's uid
+cannot enter a folder above the Python installation (``/root/.pyenv``), that folder is covered by
+a mount namespace that binds back only the installation. Without Landlock: the mount namespace
+alone (root), or nothing, reported as ``filesystem: "none"``.
 
-1. file system: a Landlock ruleset (read-only on the plan's folders, read/write on the private
-   folder, no ``execve`` anywhere, TCP bind/connect denied with ABI >= 4, signals and abstract
-   unix sockets scoped with ABI >= 6); when the session uid cannot enter a folder above the
-   Python installation (``/root/.pyenv``), that folder is covered by a mount namespace that
-   binds back only the installation. Without Landlock: the mount namespace alone (root), or
-   nothing, reported as ``filesystem: "none"``.
-
-:func:`harden` runs in each freshly forked session: :func:`.guard.drop_privileges` (uid/gid,
-every capability, no_new_privs), then the inherited ruleset is applied (it needs no_new_privs)
-and its descriptor closed.
-
-It returns the *posture* (what holds, read back from the kernel where it can be); a posture
-with ``problems`` is refused by the parent unless ``allow_weaker_sandbox`` is set.
+Every process that runs generated code applies the ruleset in :func:`.hardening.confine`; the
+mount namespace is entered by the host itself, so its templates and cells start inside it.
 """
 
 from __future__ import annotations
@@ -26,9 +20,9 @@ import sys
 import sysconfig
 from typing import Optional
 
-from . import guard, landlock, mountns
+from . import landlock, mountns
 
-__all__ = ["plan", "prepare", "harden", "checkout_root"]
+__all__ = ["checkout_root", "plan", "prepare", "python_paths", "scrub_sys_path"]
 
 _RUNTIME_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # runtime/, with wire/ and jailed/
 _SHARED_LIBS = ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib", "/etc/ld.so.cache"]
@@ -55,7 +49,7 @@ def python_paths() -> list[str]:
 
 
 def plan(workdir: str) -> dict:
-    """Folders a session may read / write (computed once in the host)."""
+    """Folders a cell may read / write (computed once in the host)."""
     checkout = checkout_root()
     read = python_paths() + [_RUNTIME_DIR] + _SHARED_LIBS + _DATA
     if checkout:  # never a folder that contains the checkout (it would allow its .env)
@@ -90,8 +84,8 @@ def _landlock_ruleset(read: list[str], write: list[str]) -> landlock.Ruleset:
 
 
 def prepare(cfg: dict, plan_: dict) -> dict:
-    """Host side, once per worker: the Landlock ruleset (inherited by every session) and any mount
-    namespace (entered by the host itself, so sessions start inside it)."""
+    """Once per host: the Landlock ruleset (applied by every template and cell) and any mount
+    namespace (entered by the host itself, so its templates and cells start inside it)."""
     uid = int(cfg.get("uid") or 0) if cfg.get("drop_privileges", True) else 0
     requested = cfg["limits"].get("file_confinement", "auto")
     abi = landlock.abi_version()
@@ -106,7 +100,7 @@ def prepare(cfg: dict, plan_: dict) -> dict:
             prepared["ruleset"] = _landlock_ruleset(read, write)
             posture.update(tcp="denied by Landlock" if abi >= 4 else "not covered by Landlock (ABI < 4)",
                            scoped_signals=abi >= 6, scoped_abstract_sockets=abi >= 6)
-            if uid > 0:  # the session uid must still be able to enter the Python installation
+            if uid > 0:  # the cell's uid must still be able to enter the Python installation
                 blocked = {a for a in (mountns.untraversable_ancestor(p, uid) for p in read) if a}
                 if blocked:
                     posture["hidden"] = mountns.hide(blocked, keep)
@@ -119,17 +113,3 @@ def prepare(cfg: dict, plan_: dict) -> dict:
     except OSError as exc:
         posture["problems"].append(f"file-system confinement ({mode}) failed: {exc}")
     return prepared
-
-
-def harden(prepared: dict) -> dict:
-    """Session side: drops every privilege, then applies the host's Landlock ruleset; returns
-    the posture (what holds, read back from the kernel)."""
-    posture = {**prepared["posture"], "problems": list(prepared["posture"]["problems"])}
-    posture["privileges"] = guard.drop_privileges(prepared["uid"])
-    posture["problems"] += posture["privileges"]["problems"]
-    if prepared["ruleset"] is not None:
-        try:
-            prepared["ruleset"].restrict()
-        except OSError as exc:
-            posture["problems"].append(f"Landlock restrict_self failed: {exc}")
-    return posture
