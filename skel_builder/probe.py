@@ -27,19 +27,20 @@ class ProbeResult:
 
 
 class CallRunner:
-    """One sandbox session of an environment plus everything the oracles need.
+    """One sandbox session of an environment (opened through the :class:`Sandbox` facade) plus
+    everything the oracles need.
 
     Raises:
         EnvLoadError: When the environment does not load with ``state``.
     """
 
-    def __init__(self, pool: Sandbox, code: str, class_name: str, schema: StateAnswer,
+    def __init__(self, sandbox: Sandbox, code: str, class_name: str, schema: StateAnswer,
                  op_types: dict[str, str], state: dict[str, Any],
                  predicates: Optional[list[Predicate]] = None):
-        self.pool, self.schema, self.op_types = pool, schema, op_types
+        self.sandbox, self.schema, self.op_types = sandbox, schema, op_types
         self.predicates = predicates or []
         self.writes = container_writes(code, class_name)
-        self.session = pool.open_session(code, class_name, initial_state=state)
+        self.session = sandbox.open_session(code, class_name, initial_state=state)
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -72,7 +73,7 @@ class CallRunner:
         return ProbeResult(call, hard, soft)
 
     def _broken_rules(self, before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-        outcomes = self.pool.check([p.source for p in self.predicates], after, before)
+        outcomes = self.sandbox.check([p.source for p in self.predicates], after, before)
         return [p.rule for p, o in zip(self.predicates, outcomes) if o.status != "true"]
 
     def close(self) -> None:
@@ -85,14 +86,14 @@ class CallRunner:
         self.close()
 
 
-def gate_method(pool: Sandbox, code: str, class_name: str, schema: StateAnswer,
+def gate_method(sandbox: Sandbox, code: str, class_name: str, schema: StateAnswer,
                 op_types: dict[str, str], state: dict[str, Any], method: str,
                 predicates: Optional[list[Predicate]] = None, seed: int = 0,
                 cases: int = 6) -> list[str]:
     """Run ``method`` on ``state`` with derived positive and negative cases; return violations."""
     rng = random.Random(seed)
     try:
-        runner = CallRunner(pool, code, class_name, schema, op_types, state, predicates)
+        runner = CallRunner(sandbox, code, class_name, schema, op_types, state, predicates)
     except EnvLoadError as exc:
         return [f"load_error: {exc}"]
     problems: list[str] = []

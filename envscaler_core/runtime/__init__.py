@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 _HOME = {
     "arun_checkers": "checkers", "run_checkers": "checkers",
-    "InteractiveEnv": "interactive",
     "ERROR_TYPES": "models", "CallResult": "models", "CheckResult": "models", "EnvLoadError": "models",
     "ErrorType": "models", "SandboxError": "models", "SandboxLimits": "models", "WorkerError": "models",
     "WorkerPool": "pool", "close_adopted_pools": "pool",
@@ -48,7 +47,6 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from .checkers import arun_checkers, run_checkers
-    from .interactive import InteractiveEnv
     from .models import (ERROR_TYPES, CallResult, CheckResult, EnvLoadError, ErrorType, SandboxError,
                          SandboxLimits, WorkerError)
     from .pool import WorkerPool, close_adopted_pools

@@ -140,24 +140,6 @@ class WorkerPool:
         worker.kill()
         return Worker(self.limits, self._fork_server)
 
-    def open_session(self, code: str, class_name: str, **kwargs: Any):
-        """Opens an :class:`EnvSession` (see its arguments)."""
-        from .session import EnvSession
-
-        return EnvSession(self, code, class_name, **kwargs)
-
-    async def aopen_session(self, code: str, class_name: str, **kwargs: Any):
-        """Async wrapper of :meth:`open_session`."""
-        import asyncio
-
-        return await asyncio.to_thread(self.open_session, code, class_name, **kwargs)
-
-    def compute_schemas(self, code: str, class_name: str) -> list[dict]:
-        """OpenAI tool schemas of ``class_name`` in ``code`` (see :func:`compute_schemas`)."""
-        from .session import compute_schemas
-
-        return compute_schemas(self, code, class_name)
-
     def close(self) -> None:
         """Kills idle workers; workers in use are killed when released."""
         self._closed = True

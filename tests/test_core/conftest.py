@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from envscaler_core.runtime import SandboxLimits, WorkerPool
+from envscaler_core.runtime import EnvSession, SandboxLimits, WorkerPool
 from envscaler_core.testing.library import LIBRARY_SOURCE, library_state
 
 LIBRARY = LIBRARY_SOURCE
@@ -27,7 +27,7 @@ def sandbox_pool():
 @pytest.fixture()
 def lib_session(sandbox_pool):
     """A LibrarySystem session seeded with one book."""
-    session = sandbox_pool.open_session(LIBRARY, "LibrarySystem", initial_state=LIB_STATE)
+    session = EnvSession(sandbox_pool, LIBRARY, "LibrarySystem", initial_state=LIB_STATE)
     yield session
     session.close()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from envscaler_core.runtime import EnvLoadError, InteractiveEnv, state_hash
+from envscaler_core.runtime import EnvLoadError, EnvSession, state_hash
 
 from .conftest import LIB_STATE, LIBRARY, hostile
 
@@ -62,7 +62,7 @@ def test_invalid_arguments_message_lists_signature(lib_session):
 
 
 def test_lax_coercion_and_empty_arguments(sandbox_pool):
-    session = sandbox_pool.open_session(hostile("return {'success': True, 'data': arg}"), "Hostile")
+    session = EnvSession(sandbox_pool, hostile("return {'success': True, 'data': arg}"), "Hostile")
     try:
         assert session.call("ping", "").ok and session.call("ping", None).ok
         assert session.call("attack", '{"arg": "x"}').observation["data"] == "x"
@@ -74,7 +74,7 @@ def test_canonical_results(sandbox_pool):
     body = ("import datetime, decimal\n"
             "return {'success': True, 'data': {'s': {3, 1, 2}, 't': (1, 2), 'd': datetime.date(2024, 5, 1),"
             " 'm': decimal.Decimal('1.50'), 7: 'seven'}}")
-    session = sandbox_pool.open_session(hostile(body), "Hostile")
+    session = EnvSession(sandbox_pool, hostile(body), "Hostile")
     try:
         data = session.call("attack").observation["data"]
     finally:
@@ -83,7 +83,7 @@ def test_canonical_results(sandbox_pool):
 
 
 def test_non_dict_return_is_wrapped(sandbox_pool):
-    session = sandbox_pool.open_session(hostile("return [1, 2]"), "Hostile")
+    session = EnvSession(sandbox_pool, hostile("return [1, 2]"), "Hostile")
     try:
         assert session.call("attack").observation == {"success": True, "data": [1, 2]}
     finally:
@@ -102,9 +102,9 @@ def test_snapshot_restore_roundtrip(lib_session):
 
 def test_init_config_and_no_arg_constructor(sandbox_pool):
     src = LIBRARY.replace("self.init_config = init_config", "self.limit = init_config.get('limit', 0)")
-    with sandbox_pool.open_session(src, "LibrarySystem", init_config={"limit": 5}) as s:
+    with EnvSession(sandbox_pool, src, "LibrarySystem", init_config={"limit": 5}) as s:
         assert s.snapshot() == {"books": {}, "limit": 5}
-    with sandbox_pool.open_session(hostile("return {}"), "Hostile", initial_state={"counter": 41}) as s:
+    with EnvSession(sandbox_pool, hostile("return {}"), "Hostile", initial_state={"counter": 41}) as s:
         assert s.call("ping").observation["data"] == 42
 
 
@@ -117,48 +117,41 @@ def test_init_config_and_no_arg_constructor(sandbox_pool):
 ])
 def test_load_errors(sandbox_pool, src, cls, error_type, needle):
     with pytest.raises(EnvLoadError) as info:
-        sandbox_pool.open_session(src, cls)
+        EnvSession(sandbox_pool, src, cls)
     assert info.value.error_type == error_type
     assert needle in str(info.value)
 
 
 def test_invalid_initial_state(sandbox_pool):
     with pytest.raises(EnvLoadError) as info:
-        sandbox_pool.open_session(LIBRARY, "LibrarySystem", initial_state={"_private": 1})
+        EnvSession(sandbox_pool, LIBRARY, "LibrarySystem", initial_state={"_private": 1})
     assert info.value.error_type == "invalid_state"
 
 
-def test_interactive_env(sandbox_pool):
-    with InteractiveEnv(sandbox_pool, LIBRARY, "LibrarySystem", initial_state=LIB_STATE) as env:
-        obs, info = env.reset(seed=1)
-        assert obs["data"]["tools"] == ["get_book", "checkout_book", "add_book"]
-        assert info["state_hash"] == env.state_hash() and len(env.tools) == 3
-        obs, reward, terminated, truncated, info = env.step({"name": "checkout_book", "arguments": '{"book_id": "b1"}'})
-        assert obs["success"] and reward == 0.0 and not terminated and not truncated
-        assert info["error_type"] is None and info["state_diff"][0]["path"] == "/books/b1/status"
-        obs, _, _, _, info = env.step({"name": "nope", "arguments": {}})
-        assert info["error_type"] == "unknown_tool"
-        obs, _, _, _, info = env.step("garbage")
-        assert info["error_type"] == "invalid_arguments"
-        snap = env.snapshot()
-        obs, info = env.reset(options={"initial_state": {"books": {}}})
-        assert env.snapshot() == {"books": {}}
-        env.restore(snap)
-        assert env.snapshot() == snap
+def test_a_session_calls_snapshots_and_restores(sandbox_pool):
+    with EnvSession(sandbox_pool, LIBRARY, "LibrarySystem", initial_state=LIB_STATE, seed=1) as session:
+        assert session.tool_names == ["get_book", "checkout_book", "add_book"] and len(session.tools) == 3
+        result = session.call("checkout_book", '{"book_id": "b1"}')  # arguments as JSON text
+        assert result.ok and result.error_type is None and result.state_diff[0]["path"] == "/books/b1/status"
+        assert result.state_hash == session.state_hash() == state_hash(session.snapshot())
+        assert session.call("nope", {}).error_type == "unknown_tool"
+        assert session.call("get_book", "garbage").error_type == "malformed_json"
+        snap = session.snapshot()
+        assert session.restore({"books": {}}) == state_hash({"books": {}}) and session.snapshot() == {"books": {}}
+        session.restore(snap)
+        assert session.snapshot() == snap
 
 
-def test_async_wrappers(sandbox_pool):
+def test_async_calls(sandbox_pool):
     import asyncio
 
     async def main():
-        session = await sandbox_pool.aopen_session(LIBRARY, "LibrarySystem", initial_state=LIB_STATE)
-        res = await session.acall("get_book", {"book_id": "b1"})
+        session = await asyncio.to_thread(EnvSession, sandbox_pool, LIBRARY, "LibrarySystem", initial_state=LIB_STATE)
+        found = await session.acall("get_book", {"book_id": "b1"})
+        added = await session.acall("add_book", {"book_id": "x", "title": "y"})
+        snap = await session.asnapshot()
         await session.aclose()
-        env = InteractiveEnv(sandbox_pool, LIBRARY, "LibrarySystem")
-        await env.areset()
-        step = await env.astep({"name": "add_book", "arguments": {"book_id": "x", "title": "y"}})
-        env.close()
-        return res, step
+        return found, added, snap
 
-    res, step = asyncio.run(main())
-    assert res.ok and step[0]["success"]
+    found, added, snap = asyncio.run(main())
+    assert found.ok and added.ok and "x" in snap["books"]

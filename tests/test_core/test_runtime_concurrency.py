@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from envscaler_core.runtime import InteractiveEnv, WorkerPool
+from envscaler_core.runtime import EnvSession, WorkerPool
 
 from .conftest import FAST_LIMITS, LIB_STATE, LIBRARY, hostile
 
@@ -22,7 +22,7 @@ LEAKY = hostile(
 
 def _episode(pool, n):
     state = {"books": {f"b{n}": {"book_id": f"b{n}", "title": f"T{n}", "status": "available"}}}
-    with pool.open_session(LIBRARY, "LibrarySystem", initial_state=state) as s:
+    with EnvSession(pool, LIBRARY, "LibrarySystem", initial_state=state) as s:
         for i in range(5):
             assert s.call("add_book", {"book_id": f"n{n}-{i}", "title": "x"}).ok
         assert s.call("checkout_book", {"book_id": f"b{n}"}).ok
@@ -40,19 +40,18 @@ def test_parallel_sessions_do_not_leak():
 def test_module_globals_and_files_do_not_leak_between_sessions():
     with WorkerPool(size=1, limits=FAST_LIMITS) as pool:  # same worker process every time
         for secret in ("alpha", "beta"):
-            with pool.open_session(LEAKY, "Hostile") as s:
+            with EnvSession(pool, LEAKY, "Hostile") as s:
                 data = s.call("attack", {"arg": secret}).observation["data"]
             assert data == {"leak": [secret], "file": secret, "files": ["mine.txt"]}
 
 
 def test_async_episodes_in_parallel():
     async def episode(pool, n):
-        env = InteractiveEnv(pool, LIBRARY, "LibrarySystem")
-        await env.areset(seed=n)
-        obs, *_ = await env.astep({"name": "add_book", "arguments": {"book_id": str(n), "title": "t"}})
-        snap = await asyncio.to_thread(env.snapshot)
-        env.close()
-        return obs["success"], list(snap["books"])
+        session = await asyncio.to_thread(EnvSession, pool, LIBRARY, "LibrarySystem", seed=n)
+        result = await session.acall("add_book", {"book_id": str(n), "title": "t"})
+        snap = await session.asnapshot()
+        await session.aclose()
+        return result.observation["success"], list(snap["books"])
 
     async def main():
         with WorkerPool(size=3, limits=FAST_LIMITS) as pool:
@@ -64,7 +63,7 @@ def test_async_episodes_in_parallel():
 
 def test_hostile_session_does_not_disturb_neighbours():
     with WorkerPool(size=2, limits=FAST_LIMITS) as pool, ThreadPoolExecutor(2) as ex:
-        bad = pool.open_session(hostile("import os\nos._exit(1)"), "Hostile")
+        bad = EnvSession(pool, hostile("import os\nos._exit(1)"), "Hostile")
         good = ex.submit(_episode, pool, 1)
         res = bad.call("attack")
         assert res.error_type == "worker_crashed"
@@ -77,12 +76,12 @@ def test_close_does_not_wait_for_the_session_and_answers_stay_paired():
     """``close`` posts the op; the worker's next op first reads that answer."""
     with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
         for n in range(3):
-            session = pool.open_session(LIBRARY, "LibrarySystem", initial_state=LIB_STATE)
+            session = EnvSession(pool, LIBRARY, "LibrarySystem", initial_state=LIB_STATE)
             worker = session._worker
             assert session.call("add_book", {"book_id": f"x{n}", "title": "t"}).ok
             session.close()
             assert worker._posted is not None  # the close's answer is still unread
-        assert pool.open_session(LIBRARY, "LibrarySystem", initial_state=LIB_STATE).snapshot() == LIB_STATE
+        assert EnvSession(pool, LIBRARY, "LibrarySystem", initial_state=LIB_STATE).snapshot() == LIB_STATE
 
 
 def test_a_host_that_dies_after_a_posted_close_is_replaced():
@@ -91,14 +90,14 @@ def test_a_host_that_dies_after_a_posted_close_is_replaced():
     import time
 
     with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
-        session = pool.open_session(LIBRARY, "LibrarySystem", initial_state=LIB_STATE)
+        session = EnvSession(pool, LIBRARY, "LibrarySystem", initial_state=LIB_STATE)
         worker = session._worker
         session.close()
         os.killpg(worker.proc.pid, signal.SIGKILL)
         deadline = time.monotonic() + 10
         while worker.proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
-        again = pool.open_session(LIBRARY, "LibrarySystem", initial_state=LIB_STATE)
+        again = EnvSession(pool, LIBRARY, "LibrarySystem", initial_state=LIB_STATE)
         assert again._worker is not worker and again.call("add_book", {"book_id": "z", "title": "t"}).ok
 
 
@@ -107,7 +106,7 @@ def test_a_reopened_parked_session_does_not_repeat_its_schema_warnings(caplog):
     source = "class Odd:\n    def poke(self, x: 'NoSuchType') -> dict:\n        \"\"\"Poke.\"\"\"\n" \
              "        return {'success': True}\n"
     with WorkerPool(size=1, limits=FAST_LIMITS) as pool, caplog.at_level("WARNING"):
-        session = pool.open_session(source, "Odd")
+        session = EnvSession(pool, source, "Odd")
         for _ in range(2):
             assert session.park_if_contended()
             assert session.call("poke", {"x": 1}).ok

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from envscaler_core.runtime import EnvLoadError
+from envscaler_core.runtime import EnvLoadError, EnvSession
 
 from .conftest import hostile
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.timeout(30)
 
 def _attack(pool, body, imports="", arg=""):
     """Opens a Hostile session, pings, attacks, then checks it still works."""
-    session = pool.open_session(hostile(body, imports), "Hostile")
+    session = EnvSession(pool, hostile(body, imports), "Hostile")
     try:
         assert session.call("ping").observation["data"] == 1
         result = session.call("attack", {"arg": arg})
@@ -45,7 +45,7 @@ def test_infinite_loop_in_method(sandbox_pool):
 
 def test_infinite_loop_swallowing_interrupts_is_killed(sandbox_pool):
     body = "n = 0\nwhile True:\n    try:\n        while True:\n            n += 1\n    except BaseException:\n        n = 0"
-    session = sandbox_pool.open_session(hostile(body), "Hostile")
+    session = EnvSession(sandbox_pool, hostile(body), "Hostile")
     try:
         assert session.call("ping").ok
         pid = session._worker.proc.pid
@@ -66,7 +66,7 @@ def test_infinite_loop_while_loading(sandbox_pool, where):
     else:
         src = src.replace("class Hostile:", "class Hostile:\n    while True: pass")
     with pytest.raises(EnvLoadError) as info:
-        sandbox_pool.open_session(src, "Hostile")
+        EnvSession(sandbox_pool, src, "Hostile")
     assert info.value.error_type == "timeout"
     _attack(sandbox_pool, "return {'success': True}")  # pool still serves sessions
 
@@ -102,7 +102,7 @@ def test_subprocess_run(sandbox_pool):
 def test_environment_has_no_secrets(sandbox_pool, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret")
     monkeypatch.setenv("MY_SERVICE_TOKEN", "tok")
-    session = sandbox_pool.open_session(hostile("return {'success': True, 'data': dict(os.environ)}",
+    session = EnvSession(sandbox_pool, hostile("return {'success': True, 'data': dict(os.environ)}",
                                                 imports="import os"), "Hostile")
     try:
         env = session.call("attack").observation["data"]
@@ -122,7 +122,7 @@ def test_write_outside_workdir(sandbox_pool):
 
 def test_write_inside_workdir_is_allowed(sandbox_pool):
     body = "open('notes.txt', 'w').write('hi')\nreturn {'success': True, 'data': open('notes.txt').read()}"
-    session = sandbox_pool.open_session(hostile(body), "Hostile")
+    session = EnvSession(sandbox_pool, hostile(body), "Hostile")
     try:
         assert session.call("attack").observation["data"] == "hi"
     finally:
@@ -205,7 +205,7 @@ def test_other_escapes_blocked(sandbox_pool, body):
 def test_runs_unprivileged_without_network(sandbox_pool):
     # /proc is outside the session's file allow-list; the interface list comes from a netlink call.
     body = "return {'success': True, 'data': [os.getuid(), sorted(name for _, name in socket.if_nameindex())]}"
-    session = sandbox_pool.open_session(hostile(body, imports="import os, socket"), "Hostile")
+    session = EnvSession(sandbox_pool, hostile(body, imports="import os, socket"), "Hostile")
     try:
         uid, ifaces = session.call("attack").observation["data"]
     finally:
@@ -226,7 +226,7 @@ return {"success": True}
 
 
 def test_a_forged_diff_is_replaced_by_the_sessions_own_state(sandbox_pool):
-    session = sandbox_pool.open_session(hostile(_FORGE_DIFF.replace("{crash}", ""), "import sys"), "Hostile")
+    session = EnvSession(sandbox_pool, hostile(_FORGE_DIFF.replace("{crash}", ""), "import sys"), "Hostile")
     try:
         assert session.call("ping").ok
         result = session.call("attack")
@@ -248,7 +248,7 @@ def test_a_session_that_forges_a_diff_and_fails_the_read_back_leaves_the_state_b
 def _attack_on_loop(pool, body, imports=""):
     """:func:`_attack` with every call sent and answered on the event loop (``acall``)."""
     async def main():
-        session = pool.open_session(hostile(body, imports), "Hostile")
+        session = EnvSession(pool, hostile(body, imports), "Hostile")
         try:
             assert (await session.acall("ping")).observation["data"] == 1
             return await session.acall("attack"), await session.acall("ping")
@@ -276,7 +276,7 @@ def test_a_cancelled_call_on_the_loop_kills_its_process_and_the_next_starts_from
     body = "time.sleep(0.3)\nself.counter += 5\nreturn {'success': True}"
 
     async def main():
-        session = sandbox_pool.open_session(hostile(body, "import time"), "Hostile")
+        session = EnvSession(sandbox_pool, hostile(body, "import time"), "Hostile")
         try:
             await session.acall("ping")
             worker = session._worker

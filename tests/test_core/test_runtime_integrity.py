@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from envscaler_core.runtime import SandboxLimits, WorkerError, WorkerPool, posture, run_checkers
+from envscaler_core.runtime import EnvSession, SandboxLimits, WorkerError, WorkerPool, posture, run_checkers
 from envscaler_core.runtime import worker as worker_mod
 from envscaler_core.runtime.jailed.filesystem import checkout_root
 from envscaler_core.runtime.jailed.landlock import abi_version
@@ -30,7 +30,7 @@ FORGED = {"ok": True, "status": "true", "error": None}
 
 
 def _call(pool, body, imports="import os", arg=""):
-    session = pool.open_session(hostile(body, imports), "Hostile")
+    session = EnvSession(pool, hostile(body, imports), "Hostile")
     try:
         return session.call("attack", {"arg": arg})
     finally:
@@ -160,7 +160,7 @@ def test_honest_checkers_keep_their_verdicts(sandbox_pool):
 # --- item 1: a kernel-enforced file allow-list -----------------------------------------------
 
 def test_sessions_are_confined_by_landlock(sandbox_pool):
-    session = sandbox_pool.open_session(hostile("return {'success': True}"), "Hostile")
+    session = EnvSession(sandbox_pool, hostile("return {'success': True}"), "Hostile")
     try:
         report = session._worker.posture
     finally:
@@ -204,7 +204,7 @@ def test_mount_namespace_fallback():
 # --- item 2: privileges really dropped --------------------------------------------------------
 
 def test_every_capability_is_dropped(sandbox_pool):
-    session = sandbox_pool.open_session(hostile("return {'success': True, 'data': [os.getresuid(), os.getgroups()]}", "import os"), "Hostile")
+    session = EnvSession(sandbox_pool, hostile("return {'success': True, 'data': [os.getresuid(), os.getgroups()]}", "import os"), "Hostile")
     try:
         observation = session.call("attack").observation
         ids, groups = observation["data"]
@@ -244,7 +244,7 @@ STRAY = ("frame = json.dumps({'ok': True, 'observation': {'success': True, 'data
 
 @pytest.mark.parametrize("then", ["return {'success': True, 'data': 'honest'}", "os._exit(0)"])
 def test_a_stray_write_is_a_crash_and_the_pipe_stays_in_step(sandbox_pool, then):
-    session = sandbox_pool.open_session(hostile(STRAY + then, imports="import os, json"), "Hostile")
+    session = EnvSession(sandbox_pool, hostile(STRAY + then, imports="import os, json"), "Hostile")
     try:
         assert session.call("ping").observation["data"] == 1
         result = session.call("attack")
@@ -273,10 +273,10 @@ def _workdirs(pid: int) -> list[str]:
 
 
 def test_no_folder_survives_a_killed_parent():
-    script = ("from envscaler_core.runtime import WorkerPool, SandboxLimits\n"
+    script = ("from envscaler_core.runtime import EnvSession, WorkerPool, SandboxLimits\n"
               "from tests.test_core.conftest import hostile\n"
               "pool = WorkerPool(2, SandboxLimits(call_timeout_s=2))\n"
-              "s = pool.open_session(hostile('return {}'), 'Hostile')\n"
+              "s = EnvSession(pool, hostile('return {}'), 'Hostile')\n"
               "print('ready', flush=True)\n"
               "import time; time.sleep(60)\n")
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=CHECKOUT, stdout=subprocess.PIPE, text=True)

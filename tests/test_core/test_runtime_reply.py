@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from envscaler_core.runtime import WorkerPool
+from envscaler_core.runtime import EnvSession, WorkerPool
 from envscaler_core.runtime.wire.replies import HOST, LAST, REPLY, ForgedReply, ReplyCheck, signed_frame
 from envscaler_core.runtime.jailed.cell import CLEAN_EXIT, signer
 from envscaler_core.testing.library import LIBRARY_SOURCE, library_state
@@ -89,7 +89,7 @@ def test_no_code_of_the_environment_runs_after_the_last_reply():
 
 def test_replies_reach_the_parent_while_the_host_is_stopped():
     with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
-        with pool.open_session(LIBRARY_SOURCE, "LibrarySystem", initial_state=library_state()) as session:
+        with EnvSession(pool, LIBRARY_SOURCE, "LibrarySystem", initial_state=library_state()) as session:
             host = session._worker.proc.pid
             os.kill(host, signal.SIGSTOP)
             try:
@@ -138,11 +138,11 @@ def test_a_session_that_outlives_a_forged_last_reply_never_sees_the_next_session
     close and read on. The next session's first request is sent only once the host has reported
     that the last session exited: the worker is replaced instead, and the next session is honest."""
     with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
-        hijacker = pool.open_session(hostile(HIJACK, imports="import os"), "Hostile")
+        hijacker = EnvSession(pool, hostile(HIJACK, imports="import os"), "Hostile")
         hijacked_host = hijacker._worker.proc.pid
         hijacker.call("attack")
         hijacker.close()
-        with pool.open_session(LIBRARY_SOURCE, "LibrarySystem", initial_state=library_state()) as honest:
+        with EnvSession(pool, LIBRARY_SOURCE, "LibrarySystem", initial_state=library_state()) as honest:
             assert honest._worker.proc.pid != hijacked_host
             assert honest.snapshot() == library_state()
             assert honest.call("get_book", {"book_id": "b1"}).ok

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from envscaler_core.runtime import EnvLoadError, compute_schemas
+from envscaler_core.runtime import EnvLoadError, EnvSession, compute_schemas
 from envscaler_core.runtime.wire.schema import parse_docstring
 
 pytestmark = pytest.mark.timeout(30)
@@ -75,7 +75,7 @@ def schemas(sandbox_pool):
 
 
 def test_order_and_exclusions(sandbox_pool):
-    names = [s["function"]["name"] for s in sandbox_pool.compute_schemas(SHOP, "Shop")]
+    names = [s["function"]["name"] for s in compute_schemas(sandbox_pool, SHOP, "Shop")]
     assert names == ["place_order", "tag", "no_doc", "zeta"]
 
 
@@ -131,7 +131,7 @@ def test_unannotated_and_no_docstring(schemas):
 
 
 def test_validation_uses_the_same_model(sandbox_pool):
-    with sandbox_pool.open_session(SHOP, "Shop") as s:
+    with EnvSession(sandbox_pool, SHOP, "Shop") as s:
         ok = s.call("place_order", {"user_id": "u", "items": [{"sku": "a", "qty": 1}]})
         assert ok.ok
         bad = s.call("place_order", {"user_id": "u", "items": [{"sku": "a"}]})

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from envscaler_core.runtime import WorkerPool
+from envscaler_core.runtime import EnvSession, WorkerPool
 from envscaler_core.runtime.forkserver import ForkedHost, kill_group
 from envscaler_core.runtime.worker import Worker, netns_prefix, worker_env
 from envscaler_core.testing.library import LIBRARY_SOURCE, library_state
@@ -66,7 +66,7 @@ def test_hosts_are_forked_from_the_template_and_isolated_like_cold_ones(pool):
 
 
 def test_sessions_see_their_own_host_directory(pool):
-    sessions = [pool.open_session(PROBE, "Probe") for _ in range(2)]
+    sessions = [EnvSession(pool, PROBE, "Probe") for _ in range(2)]
     try:
         seen = [s.call("where").observation for s in sessions]
         for s, where in zip(sessions, seen):
@@ -98,12 +98,12 @@ def test_a_dead_template_falls_back_to_cold_hosts():
         worker = pool.replace(pool.acquire())
         assert not isinstance(worker.proc, ForkedHost)
         pool.release(worker)
-        with pool.open_session(LIBRARY_SOURCE, "LibrarySystem", initial_state=library_state()) as s:
+        with EnvSession(pool, LIBRARY_SOURCE, "LibrarySystem", initial_state=library_state()) as s:
             assert s.call("get_book", {"book_id": "b1"}).ok
 
 
 def test_killed_host_is_seen_dead_and_replaced(pool):
-    with pool.open_session(LIBRARY_SOURCE, "LibrarySystem", initial_state=library_state()) as s:
+    with EnvSession(pool, LIBRARY_SOURCE, "LibrarySystem", initial_state=library_state()) as s:
         old = s._worker.proc
         os.kill(old.pid, 9)
         assert old.wait(timeout=5) is not None and old.poll() is not None
@@ -136,7 +136,7 @@ COLD = FAST_LIMITS.model_copy(update={"env_templates": False})
 
 
 def where(pool, source: str = TRACER, seed=None) -> dict:
-    with pool.open_session(source, "Tracer", seed=seed) as session:
+    with EnvSession(pool, source, "Tracer", seed=seed) as session:
         return session.call("where").observation
 
 
@@ -186,7 +186,7 @@ def test_fork_handlers_the_module_registers_never_run_in_its_template():
     with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
         seen = []
         for _ in range(3):
-            with pool.open_session(AT_FORK, "AtFork") as session:
+            with EnvSession(pool, AT_FORK, "AtFork") as session:
                 seen.append(session.call("seen").observation)
     assert seen == [{"calls": []}] * 3
 
@@ -225,7 +225,7 @@ def test_a_template_that_died_is_replaced():
         time.sleep(0.2)
         second = where(pool)
         assert second["parent"] != first["parent"] and second["hits"] == 1
-        with pool.open_session(TRACER, "Tracer") as session:  # dies under a session: a crash, then restored
+        with EnvSession(pool, TRACER, "Tracer") as session:  # dies under a session: a crash, then restored
             seen = session.call("where").observation
             os.kill(seen["parent"], signal.SIGKILL)
             _wait_gone(seen["pid"])  # the session dies with its template (parent-death signal)
@@ -243,7 +243,7 @@ def test_a_template_that_died_is_replaced():
 def test_environment_code_cannot_fork_or_start_threads_while_its_template_loads_it(module_code, message):
     with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
         with pytest.raises(Exception, match=message):
-            pool.open_session(module_code + TRACER, "Tracer")
+            EnvSession(pool, module_code + TRACER, "Tracer")
         assert where(pool)["hits"] == 1  # the worker is fine afterwards
 
 
@@ -253,18 +253,18 @@ def test_a_stray_frame_written_while_loading_is_a_load_error_not_a_reply():
              "    except OSError:\n        pass\n")
     with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
         with pytest.raises(Exception, match="outside the protocol"):
-            pool.open_session(stray + TRACER, "Tracer")
+            EnvSession(pool, stray + TRACER, "Tracer")
         assert where(pool)["hits"] == 1
 
 
 def test_load_errors_still_reach_the_caller_from_a_template():
     with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
         with pytest.raises(Exception, match="class 'Nope' not found"):
-            pool.open_session(TRACER, "Nope")
+            EnvSession(pool, TRACER, "Nope")
         with pytest.raises(Exception, match="syntax"):
-            pool.open_session("def broken(:\n", "Tracer")
+            EnvSession(pool, "def broken(:\n", "Tracer")
         with pytest.raises(Exception, match="ZeroDivisionError"):
-            pool.open_session("1 / 0\n" + TRACER, "Tracer")
+            EnvSession(pool, "1 / 0\n" + TRACER, "Tracer")
         assert where(pool)["hits"] == 1
 
 
@@ -302,7 +302,7 @@ def _kernel_view(pid: int) -> dict:
 
 
 def _isolation(limits) -> dict:
-    with WorkerPool(size=1, limits=limits) as pool, pool.open_session(ISOLATION, "Tracer") as session:
+    with WorkerPool(size=1, limits=limits) as pool, EnvSession(pool, ISOLATION, "Tracer") as session:
         seen = session.call("probe").observation
         seen["kernel"] = _kernel_view(seen["pid"])
         seen["workdir"] = os.path.realpath(session._worker.workdir)
@@ -326,7 +326,7 @@ def test_a_forged_reply_from_a_template_session_is_rejected():
     from .test_runtime_integrity import STRAY
 
     source = hostile(STRAY + "return {'success': True, 'data': 'honest'}", imports="import os, json")
-    with WorkerPool(size=1, limits=FAST_LIMITS) as pool, pool.open_session(source, "Hostile") as session:
+    with WorkerPool(size=1, limits=FAST_LIMITS) as pool, EnvSession(pool, source, "Hostile") as session:
         assert session.call("ping").observation["data"] == 1
         result = session.call("attack")
         assert result.error_type == "worker_crashed" and "forged" not in json.dumps(result.observation)
@@ -380,7 +380,7 @@ def test_sandbox_processes_yield_the_cpu_to_the_parent(templates):
     limits = FAST_LIMITS.model_copy(update={"env_templates": templates})
     own = os.getpriority(os.PRIO_PROCESS, 0)
     with WorkerPool(size=1, limits=limits) as pool:
-        with pool.open_session(NICE_PROBE, "Nice") as session:
+        with EnvSession(pool, NICE_PROBE, "Nice") as session:
             seen = session.call("priority").observation
     assert seen == {"nice": min(19, own + limits.nice), "batch": True} and limits.nice > 0
     assert os.getpriority(os.PRIO_PROCESS, 0) == own and os.sched_getscheduler(0) != os.SCHED_BATCH

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pickle
 
 from envscaler_core.rollout import ChecklistReward, ScenarioEnvs
-from envscaler_core.runtime import Sandbox, WorkerPool, close_adopted_pools
+from envscaler_core.runtime import EnvSession, Sandbox, WorkerPool, close_adopted_pools
 from envscaler_core.scoring import Scorer
 
 
@@ -21,7 +21,7 @@ def test_a_pool_unpickles_as_this_process_pool_once_per_token():
         adopted = copies["a"]
         assert adopted is copies["b"] is pickle.loads(data)["a"]
         assert adopted is not pool and adopted.size == 1 and adopted.token == pool.token
-        with adopted.open_session("class E:\n    def ping(self) -> dict:\n        return {'ok': True}\n",
+        with EnvSession(adopted, "class E:\n    def ping(self) -> dict:\n        return {'ok': True}\n",
                                   "E") as session:
             assert session.call("ping", {}).observation == {"ok": True}
     finally:
