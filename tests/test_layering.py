@@ -1,5 +1,7 @@
-"""The house layering (pyproject ``[tool.importlinter]``): stages never import each other and the
-core never imports a stage. ``lint-imports`` runs here so ``make test`` enforces it."""
+"""The house layering (pyproject ``[tool.importlinter]``): stages never import each other, the
+core never imports a stage, and inside the runtime the sandboxed side (``jailed/``) and the
+parent's side never import each other, nor does the wire (``wire/``) import either.
+``lint-imports`` runs here so ``make test`` enforces it."""
 from __future__ import annotations
 
 import shutil
@@ -29,15 +31,32 @@ def test_contracts_cover_every_package():
     assert set(contracts["core-knows-no-stage"]["forbidden_modules"]) == stages
 
 
+def test_the_runtime_contracts_name_every_module_of_the_parents_side():
+    runtime = ROOT / "envscaler_core" / "runtime"
+    parent = {f"envscaler_core.runtime.{p.stem}" for p in runtime.glob("*.py") if p.stem != "__init__"}
+    rooms = {p.name for p in runtime.iterdir() if (p / "__init__.py").exists()}
+    assert rooms == {"jailed", "wire"}  # a new room needs its own contract
+    contracts = {c["id"]: c for c in CONFIG["contracts"]}
+    assert set(contracts["jailed-knows-no-parent"]["forbidden_modules"]) == parent
+    assert set(contracts["parent-knows-no-jailed"]["source_modules"]) == parent
+    assert set(contracts["wire-imports-neither-side"]["forbidden_modules"]) == parent | {"envscaler_core.runtime.jailed"}
+
+
 def test_the_repository_keeps_the_layering():
     result = lint_imports(ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "2 kept, 0 broken" in result.stdout
+    assert "5 kept, 0 broken" in result.stdout
 
 
 @pytest.mark.parametrize("module, line, contract", [
     ("sft/formats.py", "from rl.actions import parse_action", "Stages never import each other"),
     ("envscaler_core/metrics.py", "    import skel_builder.review", "The core never imports a stage"),
+    ("envscaler_core/runtime/jailed/executor.py", "    from envscaler_core.runtime.session import parse_arguments",
+     "The sandboxed side never imports the parent's side"),
+    ("envscaler_core/runtime/pool.py", "    from envscaler_core.runtime.jailed.host import preload",
+     "The parent's side never imports the sandboxed side"),
+    ("envscaler_core/runtime/wire/state.py", "    from envscaler_core.runtime.jailed import guard",
+     "The wire imports neither side"),
 ])
 def test_a_violation_breaks_the_check(tmp_path, module, line, contract):
     for package in CONFIG["root_packages"]:
