@@ -27,6 +27,9 @@ class PipelineConfig(BaseModel):
     out: Path = Path("runs/demo")
     tasks: Path = Path("skel_builder/data/seed_tasks.jsonl")
     limit: int = 2
+    seed: int = 0
+    """Base seed of every stage's LLM sampling (``ENVSCALER_LLM_SEED`` for the stage processes;
+    ``{seed}`` in step args): the same seed gives the same run on one machine."""
     fallback_envs: Optional[Path] = None
     """Bundled, proven environment used downstream when no synthesized one is accepted."""
     fallback_scenarios: Optional[Path] = None

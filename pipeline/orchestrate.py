@@ -12,7 +12,8 @@ from typing import Optional
 
 from envscaler_core.cli import UserError
 from pipeline.config import PipelineConfig, Step, load_pipeline_config
-from pipeline.summary import artifact_paths, count_accepted_envs, count_proven_scenarios, print_summary
+from pipeline.summary import (artifact_paths, count_accepted_envs, count_proven_scenarios, print_summary,
+                              write_run_record)
 
 log = logging.getLogger("pipeline")
 
@@ -23,6 +24,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, help="run directory (default from the config)")
     parser.add_argument("--tasks", type=Path, help="task file for mining (default: bundled seeds)")
     parser.add_argument("--limit", type=int, help="number of tasks to build environments from")
+    parser.add_argument("--seed", type=int, help="base seed of the LLM sampling (default from the config)")
     parser.add_argument("--only", action="append", default=[], help="run only these steps")
     parser.add_argument("-v", "--verbose", action="store_true")
     return parser.parse_args(argv)
@@ -58,7 +60,16 @@ class Run:
             # the bundled scenarios belong to the bundled environment: switch both together
             envs, scenarios = self.config.fallback_envs, self.config.fallback_scenarios
         return {"out": str(out), "config": str(self.config_path), "tasks": str(self.config.tasks),
-                "limit": str(self.config.limit), "envs": str(envs), "scenarios": str(scenarios)}
+                "limit": str(self.config.limit), "seed": str(self.config.seed), "envs": str(envs),
+                "scenarios": str(scenarios)}
+
+    def scenarios_used(self) -> str:
+        """Which scenarios the rollouts ran on: the run's own proven ones, or the bundled ones."""
+        own = self.config.out / "scenarios.jsonl"
+        used = Path(self.placeholders()["scenarios"])
+        if used == own:
+            return f"its own scenarios ({count_proven_scenarios(own)} proven, {own})"
+        return f"the bundled scenarios {used} (no scenario of its own was proven)"
 
     def run_step(self, step: Step) -> bool:
         values = self.placeholders()
@@ -105,12 +116,14 @@ def main(argv: Optional[list[str]] = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     try:
         config = load_pipeline_config(args.config, {"out": args.out, "tasks": args.tasks,
-                                                     "limit": args.limit})
+                                                     "limit": args.limit, "seed": args.seed})
+        os.environ["ENVSCALER_LLM_SEED"] = str(config.seed)  # before the embedded server's clients
         endpoint = _ensure_endpoint()
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     config.out.mkdir(parents=True, exist_ok=True)
+    write_run_record(config.out, {"config": str(args.config), "seed": config.seed})
     run = Run(config, args.config)
     started = time.monotonic()
     ok = True
@@ -120,7 +133,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         if not run.run_step(step):
             ok = False
             break
-    print_summary(config.out, endpoint, run.timings, run.notes, time.monotonic() - started)
+    print_summary(config.out, endpoint, run.scenarios_used(), run.timings, run.notes,
+                  time.monotonic() - started)
     for label, path in artifact_paths(config.out):
         print(f"  {label:<22} {path}")
     envs, scenarios = run.placeholders()["envs"], run.placeholders()["scenarios"]

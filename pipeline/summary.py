@@ -3,14 +3,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional
 
 from pydantic import ValidationError
 
 from envscaler_core.artifacts import ARTIFACT_FILES, Trajectory
 from envscaler_core.metrics import pass_hat_k_table
 from envscaler_core.progress import print_table
+from envscaler_core.rollout.filters import reason_label
 from envscaler_core.rollout.metrics import success_counts
+from envscaler_core.store import write_json_atomic
 
 
 def _records(path: Path) -> list[dict[str, Any]]:
@@ -45,34 +47,95 @@ def _trajectories(out: Path) -> list[Trajectory]:
     return found
 
 
-def _episode_rows(trajectories: list[Trajectory]) -> list[tuple[str, Any]]:
+def _episode_figures(trajectories: list[Trajectory]) -> dict[str, Any]:
     """Episodes, mean reward and pass^k per (scenario, mode), with the rollouts' success rule."""
-    if not trajectories:
-        return [("episodes", 0)]
     counts: dict[str, tuple[int, int]] = {}
     for mode in ("task", "user"):
         in_mode = [t for t in trajectories if t.mode == mode]
         counts.update({f"{sid}|{mode}": c for sid, c in success_counts(in_mode).items()})
-    passk = ", ".join(f"pass^{k}={v:.2f}" for k, v in pass_hat_k_table(counts).items()) or "-"
     rewards = [t.reward.final for t in trajectories]
-    return [("episodes", len(trajectories)), ("mean reward", sum(rewards) / len(rewards)),
-            ("pass^k", passk)]
+    return {"episodes": len(trajectories),
+            "mean_reward": sum(rewards) / len(rewards) if rewards else None,
+            "pass_hat_k": {str(k): v for k, v in pass_hat_k_table(counts).items()}}
 
 
-def print_summary(out: Path, endpoint: str, timings: Iterable[tuple[str, float, str]],
-                  notes: list[str], wall_s: float) -> None:
-    envs = _records(out / ARTIFACT_FILES["envs"])
+def _episode_rows(figures: dict[str, Any]) -> list[tuple[str, Any]]:
+    if not figures["episodes"]:
+        return [("episodes", 0)]
+    passk = ", ".join(f"pass^{k}={v:.2f}" for k, v in figures["pass_hat_k"].items()) or "-"
+    return [("episodes", figures["episodes"]), ("mean reward", figures["mean_reward"]), ("pass^k", passk)]
+
+
+def dataset_report(out: Path) -> Optional[dict[str, Any]]:
+    """The report of the run's SFT dataset (``sft export``), when there is one."""
+    found = sorted((out / "sft").glob("*.report.json")) if (out / "sft").is_dir() else []
+    return _json(found[0]) if found else None
+
+
+def _json(path: Path) -> Optional[dict[str, Any]]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def _data_rows(report: Optional[dict[str, Any]]) -> list[tuple[str, Any]]:
+    """What went into the SFT dataset and the RL scenarios, and why the rest did not."""
+    if report is None:
+        return [("SFT rows kept", "- (no export)")]
+    filtered = report.get("filtered", {})
+    reasons: dict[str, int] = dict(filtered.get("drop_reasons", {}))
+    for reason, n in report.get("drop_reasons", {}).items():
+        reasons[reason] = reasons.get(reason, 0) + n
+    rows: list[tuple[str, Any]] = [("trajectories read", filtered.get("read", report.get("read", 0))),
+                                   ("SFT rows kept", report.get("rows", 0))]
+    rows += [(f"  dropped: {reason_label(r)}", n) for r, n in sorted(reasons.items())]
+    rl = report.get("rl")
+    if isinstance(rl, dict):
+        low, high = rl.get("band", (0, 1))
+        rows.append((f"RL scenarios kept ({low:g} < pass rate < {high:g})",
+                     f"{rl.get('kept', 0)} of {rl.get('scenarios', 0)} (never solved {rl.get('never_solved', 0)}, "
+                     f"always solved {rl.get('always_solved', 0)})"))
+    return rows
+
+
+def summary_figures(out: Path, scenarios_used: str, wall_s: float) -> dict[str, Any]:
+    """The run's headline figures (``summary.json``; what ``bench/demo_reliability.py`` reads)."""
     scenarios = _records(out / ARTIFACT_FILES["scenarios"])
+    envs = _records(out / ARTIFACT_FILES["envs"])
+    report = dataset_report(out) or {}
+    filtered = report.get("filtered", {})
+    manifest = _json(out / "manifest.json") or {}
+    return {"scenarios_used": scenarios_used,
+            "own_scenarios_used": scenarios_used.startswith("its own"),
+            "seed": manifest.get("pipeline", {}).get("seed"),
+            "envs_built": len(envs), "envs_kept": sum(e.get("status") == "accepted" for e in envs),
+            "scenarios_generated": len(scenarios),
+            "scenarios_proven": sum(s.get("status") == "proven" for s in scenarios),
+            **_episode_figures(_trajectories(out)),
+            "trajectories_read": filtered.get("read", report.get("read", 0)),
+            "sft_rows": report.get("rows", 0),
+            "sft_drop_reasons": filtered.get("drop_reasons", {}),
+            "rl": report.get("rl"), "wall_s": round(wall_s, 1)}
+
+
+def print_summary(out: Path, endpoint: str, scenarios_used: str, timings: Iterable[tuple[str, float, str]],
+                  notes: list[str], wall_s: float) -> None:
+    figures = summary_figures(out, scenarios_used, wall_s)
+    write_json_atomic(out / "summary.json", figures)
     rows = [
         ("LLM endpoint", endpoint),
-        ("environments built", len(envs)),
-        ("environments kept", sum(1 for e in envs if e.get("status") == "accepted")),
-        ("scenarios generated", len(scenarios)),
-        ("scenarios proven", sum(1 for s in scenarios if s.get("status") == "proven")),
-        *_episode_rows(_trajectories(out)),
+        ("LLM seed", figures["seed"]),
+        ("environments built", figures["envs_built"]),
+        ("environments kept", figures["envs_kept"]),
+        ("scenarios generated", figures["scenarios_generated"]),
+        ("scenarios proven", figures["scenarios_proven"]),
+        *_episode_rows(figures),
+        *_data_rows(dataset_report(out)),
         ("wall time", f"{wall_s:.0f} s"),
     ]
     print()
+    print(f"Rollouts used {scenarios_used}.")
     print_table("EnvScaler pipeline summary", rows)
     print_table("steps", [(n, f"{s:.0f} s", status) for n, s, status in timings],
                 ["step", "wall", "status"])
@@ -80,6 +143,14 @@ def print_summary(out: Path, endpoint: str, timings: Iterable[tuple[str, float, 
                 ["stage", "calls", "cache hits", "prompt tok", "completion tok", "errors"])
     for note in notes:
         print(f"NOTE: {note}")
+
+
+def write_run_record(out: Path, record: dict[str, Any]) -> None:
+    """The orchestrator's own entry in the run's ``manifest.json`` (its config and seed)."""
+    path = out / "manifest.json"
+    manifest = _json(path) or {}
+    manifest["pipeline"] = record
+    write_json_atomic(path, manifest)
 
 
 def _usage_rows(out: Path) -> list[tuple[Any, ...]]:

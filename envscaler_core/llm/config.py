@@ -49,7 +49,8 @@ class LLMConfig(BaseModel):
     """Base seed of sampling. Each request is sent its own seed, derived from this one, the request
     and its cache salt: the same seed gives the same answers on one machine, and two samples of one
     prompt (different salts) still differ. Unset: 0 on llama.cpp endpoints (the embedded model),
-    no seed sent to other endpoints."""
+    no seed sent to other endpoints. ``ENVSCALER_LLM_SEED`` sets it for every role (below a config
+    file's ``llm`` section)."""
 
     @property
     def sampling_seed(self) -> Optional[int]:
@@ -96,6 +97,8 @@ def resolve_llm_config(role: Role, overrides: Optional[dict[str, Any]] = None) -
         found = _from_env(role, var)
         if found:
             values[field] = found
+    if os.environ.get("ENVSCALER_LLM_SEED"):  # every role's base seed (the orchestrator sets it)
+        values["seed"] = int(os.environ["ENVSCALER_LLM_SEED"])
     embedded_url = os.environ.get("ENVSCALER_EMBEDDED_URL")
     if not values.get("base_url") and embedded_url:
         values["base_url"] = embedded_url

@@ -49,10 +49,18 @@ def _state(request: dict[str, Any]) -> dict[str, Any]:
     return state
 
 
+# In user mode the agent makes one failing call twice, then does half the task and says it is
+# done: a finished episode with reward below 1 and a repeated failing call, which the SFT
+# filter must keep out of the dataset.
+FAILING_TWICE = [{"name": "return_book", "arguments": {"loan_id": "L9"}}] * 2
+
+
 def _agent(request: dict[str, Any]) -> Reply:
     done = sum(1 for m in request["messages"] if m.get("role") == "tool")
-    if done < len(REFERENCE):
-        call = REFERENCE[done]
+    system = request["messages"][0].get("content") or ""
+    plan = FAILING_TWICE + REFERENCE[:1] if "talking with the user" in system else REFERENCE
+    if done < len(plan):
+        call = plan[done]
         return Reply.tool_call(call["name"], call["arguments"])
     return Reply.text("Task Completed: B1 is loaned to M2 and loan L1 is closed.")
 

@@ -53,9 +53,22 @@ def test_demo_config_end_to_end_on_the_scripted_server(tmp_path):
             if s["status"] == "proven":
                 assert s["state_changing_calls"] == 2 and [lk["key"] for lk in s["lookups"]] == ["B1"]
                 assert "B1" not in s["task"] and "Dune" in s["task"]
-        for mode in ("task", "user"):
-            trajectories = _records(out / f"rollouts_{mode}" / "trajectories.jsonl")
-            assert trajectories and all(t["reward"]["final"] == 1.0 for t in trajectories), mode
+        task_mode = _records(out / "rollouts_task" / "trajectories.jsonl")
+        assert task_mode and all(t["reward"]["final"] == 1.0 for t in task_mode)
+        user_mode = _records(out / "rollouts_user" / "trajectories.jsonl")  # half done, see PipelineWorld
+        assert user_mode and all(0 < t["reward"]["final"] < 1.0 and t["termination"] == "user_stop" for t in user_mode)
+        _assert_sft_rows_are_solved_and_pass_the_filter(out, config)
+        assert proc.stdout.split("== EnvScaler pipeline summary")[0].rstrip().splitlines()[-1].startswith(
+            "Rollouts used its own scenarios")
+        summary = json.loads((out / "summary.json").read_text())
+        task, user = len(task_mode), len(user_mode)
+        assert summary["own_scenarios_used"] and summary["seed"] == 0 and summary["sft_rows"] == task
+        assert summary["trajectories_read"] == task + user
+        drops = summary["sft_drop_reasons"]
+        assert drops["low_reward"] == drops["repeated_failing_call"] == user and "incomplete" not in drops
+        assert summary["rl"]["kept"] == summary["rl"]["with_episodes"] >= 1  # solved in task mode only
+        assert summary["rl"]["scenarios"] == len(scenarios)
+        assert "dropped: repeated failing calls" in proc.stdout
         assert (out / "sft" / "dataset_info.json").exists()
         assert (out / "filtered_env_metadata.json").exists()
         assert "EnvScaler pipeline summary" in proc.stdout and "python -m interact_with_env app" in proc.stdout
@@ -70,6 +83,24 @@ def test_demo_config_end_to_end_on_the_scripted_server(tmp_path):
         again = _run_pipeline(out, env, timeout=600, config=config)
         assert again.returncode == 0, again.stderr[-2000:]
         assert len(server.completion_requests) == calls_first
+
+
+def _assert_sft_rows_are_solved_and_pass_the_filter(out: Path, config: str) -> None:
+    """Every exported row comes from a trajectory with reward 1.0 that the preset's structural
+    filter keeps (the user-mode episodes, half done after a repeated failing call, are not)."""
+    import yaml
+    from envscaler_core.artifacts import Trajectory
+    from envscaler_core.rollout import FilterSettings, filter_reasons
+
+    settings = FilterSettings(**yaml.safe_load(Path(config).read_text())["interact_with_env"].get("filter", {}))
+    by_key = {(t.id, t.mode): t for mode in ("task", "user")
+              for t in map(Trajectory.model_validate, _records(out / f"rollouts_{mode}" / "trajectories.jsonl"))}
+    rows = json.loads((out / "sft" / "envscaler_sft_sharegpt.json").read_text())
+    assert rows, "the solved task-mode episodes are kept"
+    for row in rows:
+        trajectory = by_key[(row["meta"]["id"], row["meta"]["mode"])]
+        assert trajectory.reward.final == 1.0 and filter_reasons(trajectory, settings) == [], row["meta"]
+    assert any(filter_reasons(t, settings) for t in by_key.values())
 
 
 def _yield_report(run: Path) -> dict:
