@@ -33,6 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--idle-timeout-s", type=float, default=DEFAULT_IDLE_TIMEOUT_S,
                         help="close sessions idle this long (0: never)")
     parser.add_argument("--call-timeout-s", type=float, default=5.0, help="budget of one tool call")
+    parser.add_argument("--no-env-templates", dest="env_templates", action="store_false",
+                        help="each session loads its environment's code itself (no template process per session worker)")
 
 
 def options_from_args(args: argparse.Namespace) -> ServerOptions:
@@ -42,7 +44,7 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         raise UserError(f"binding {args.host} serves sandboxed code to anyone who reaches it: give a bearer token "
                         f"with --token or ${TOKEN_ENV}")
     return ServerOptions(max_sessions=args.max_sessions, token=token, call_timeout_s=args.call_timeout_s,
-                         idle_timeout_s=args.idle_timeout_s or None)
+                         idle_timeout_s=args.idle_timeout_s or None, env_templates=args.env_templates)
 
 
 def run(args: argparse.Namespace) -> int:

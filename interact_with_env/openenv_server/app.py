@@ -42,6 +42,7 @@ class ServerOptions:
     idle_timeout_s: Optional[float] = DEFAULT_IDLE_TIMEOUT_S
     token: Optional[str] = None
     call_timeout_s: float = 5.0
+    env_templates: bool = True
 
 
 def is_loopback(host: str) -> bool:
@@ -57,7 +58,7 @@ def is_loopback(host: str) -> bool:
 def open_sandbox(options: ServerOptions) -> Sandbox:
     """One session worker per OpenEnv session; a few one-shot workers for checkers and replays
     (verdicts are cached per state, so scoring needs far fewer workers than episodes)."""
-    limits = SandboxLimits(call_timeout_s=options.call_timeout_s)
+    limits = SandboxLimits(call_timeout_s=options.call_timeout_s, env_templates=options.env_templates)
     return Sandbox(options.max_sessions, checkers=max(2, min(32, options.max_sessions // 8)), limits=limits)
 
 
