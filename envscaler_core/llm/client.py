@@ -13,7 +13,6 @@ import logging
 import os
 import random
 import time
-import uuid
 import weakref
 from typing import Any, Optional, TypeVar
 
@@ -74,9 +73,18 @@ class ChatResult(BaseModel):
 
 
 def _tool_call(name: str, arguments: Any, call_id: Optional[str] = None) -> dict[str, Any]:
+    """A call in OpenAI form; without the server's id its id is empty until :func:`_name_calls`."""
     args = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
-    return {"id": call_id or f"call_{uuid.uuid4().hex[:12]}", "type": "function",
-            "function": {"name": name, "arguments": args}}
+    return {"id": call_id or "", "type": "function", "function": {"name": name, "arguments": args}}
+
+
+def _name_calls(result: ChatResult, digest: str) -> None:
+    """Ids for the calls the server gave none (schema-decoded turns, calls parsed from text),
+    derived from the request: a random id would enter the next prompt, and a seeded run would
+    then not ask the same questions twice."""
+    for index, call in enumerate(result.tool_calls):
+        if not call.get("id"):
+            call["id"] = f"call_{digest[:10]}{index:02x}"
 
 
 class _Shared:
@@ -150,6 +158,7 @@ class LLMClient:
             self.meter.record(label, Usage(cache_hits=1))
             return result
         result = await self._call_with_retries(base_url, request, tools, label, stream)
+        _name_calls(result, cache_key({"request": request, "salt": cache_salt}))
         if cache_on:
             self.cache.put(key, result.model_dump(exclude={"cached"}))
         return result
