@@ -38,14 +38,14 @@ def one_run(config: Path, out: Path, seed: int, log: Path) -> dict[str, Any]:
     summary_path = out / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     return {"seed": seed, "exit": code, "wall_s": round(wall, 1), "log": str(log), **{
-        k: summary.get(k) for k in ("scenarios_proven", "own_scenarios_used", "scenarios_used", "episodes",
+        k: summary.get(k) for k in ("scenarios_proven", "proven_on_own_envs", "own_scenarios_used", "scenarios_used", "episodes",
                                     "mean_reward", "trajectories_read", "sft_rows", "sft_drop_reasons", "rl")},
         "pass_1": (summary.get("pass_hat_k") or {}).get("1")}
 
 
 def own_proven(run: dict[str, Any]) -> int:
-    """Scenarios of the run's own environments proven and used by its rollouts (0 on fallback)."""
-    return (run.get("scenarios_proven") or 0) if run.get("own_scenarios_used") else 0
+    """Proven scenarios of the run's own environments, used by its rollouts (0 on a fallback)."""
+    return (run.get("proven_on_own_envs") or 0) if run.get("own_scenarios_used") else 0
 
 
 def _fmt(value: Optional[float]) -> str:

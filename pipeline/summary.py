@@ -99,6 +99,12 @@ def _data_rows(report: Optional[dict[str, Any]]) -> list[tuple[str, Any]]:
     return rows
 
 
+def proven_on_own_envs(envs: list[dict[str, Any]], scenarios: list[dict[str, Any]]) -> int:
+    """Proven scenarios of the environments this run built and kept (not of the bundled one)."""
+    own = {e.get("env_id") or e.get("id") for e in envs if e.get("status") == "accepted"}
+    return sum(s.get("status") == "proven" and s.get("env_id") in own for s in scenarios)
+
+
 def summary_figures(out: Path, scenarios_used: str, wall_s: float) -> dict[str, Any]:
     """The run's headline figures (``summary.json``; what ``bench/demo_reliability.py`` reads)."""
     scenarios = _records(out / ARTIFACT_FILES["scenarios"])
@@ -112,6 +118,7 @@ def summary_figures(out: Path, scenarios_used: str, wall_s: float) -> dict[str, 
             "envs_built": len(envs), "envs_kept": sum(e.get("status") == "accepted" for e in envs),
             "scenarios_generated": len(scenarios),
             "scenarios_proven": sum(s.get("status") == "proven" for s in scenarios),
+            "proven_on_own_envs": proven_on_own_envs(envs, scenarios),
             **_episode_figures(_trajectories(out)),
             "trajectories_read": filtered.get("read", report.get("read", 0)),
             "sft_rows": report.get("rows", 0),

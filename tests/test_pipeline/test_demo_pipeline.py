@@ -63,6 +63,7 @@ def test_demo_config_end_to_end_on_the_scripted_server(tmp_path):
         summary = json.loads((out / "summary.json").read_text())
         task, user = len(task_mode), len(user_mode)
         assert summary["own_scenarios_used"] and summary["seed"] == 0 and summary["sft_rows"] == task
+        assert summary["proven_on_own_envs"] == summary["scenarios_proven"] >= 1
         assert summary["trajectories_read"] == task + user
         drops = summary["sft_drop_reasons"]
         assert drops["low_reward"] == drops["repeated_failing_call"] == user and "incomplete" not in drops

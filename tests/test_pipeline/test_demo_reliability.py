@@ -25,7 +25,7 @@ def test_each_run_is_fresh_seeded_and_reported(tmp_path, monkeypatch, capsys):
             seeded = seeded and all(isinstance(r.get("seed"), int) for r in requests)
     runs = json.loads((tmp_path / "r.json").read_text())
     assert [r["seed"] for r in runs] == [3]
-    assert runs[0]["own_scenarios_used"] and runs[0]["scenarios_proven"] >= 1 and runs[0]["sft_rows"] >= 1
+    assert runs[0]["own_scenarios_used"] and runs[0]["proven_on_own_envs"] >= 1 and runs[0]["sft_rows"] >= 1
     assert runs[0]["pass_1"] is not None and runs[0]["mean_reward"] is not None
     # every request is seeded; the run's first request (nothing before it varies) by the run's seed
     assert seeded and first_seeds[0] == first_seeds[2] != first_seeds[1]
