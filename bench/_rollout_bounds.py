@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from envscaler_core.artifacts import EnvSpec
-from envscaler_core.rollout.types import EpisodeTask, StepOutcome
-from envscaler_core.runtime import SandboxLimits
+from envscaler_core.rollout.types import EpisodeTask
+from envscaler_core.runtime import CallResult, SandboxLimits
 from envscaler_core.runtime.jailed.executor import Executor
 from envscaler_core.runtime.session import parse_arguments
 from envscaler_core.runtime.wire.state import to_jsonable
@@ -48,12 +48,15 @@ class InProcessEnv:
         if not opened.get("ok"):
             raise RuntimeError(f"the environment did not load: {opened}")
 
-    async def call(self, name: str, arguments: Any) -> StepOutcome:
+    async def call(self, name: str, arguments: Any) -> CallResult:
         args, error = parse_arguments(arguments)  # as a sandbox session does in the parent
         if error is not None:
-            return StepOutcome(error, error.get("error_type"), [], self._ex.last_hash)
+            return CallResult(tool=name, arguments=arguments, observation=error, ok=False,
+                              error_type=error.get("error_type"), state_hash=self._ex.last_hash)
         resp = self._ex.call({"tool": name, "arguments": args})
-        return StepOutcome(resp["observation"], resp["error_type"], resp["state_diff"], resp["state_hash"])
+        obs, etype = resp["observation"], resp["error_type"]
+        return CallResult(tool=name, arguments=arguments, observation=obs, ok=obs.get("success") is True and etype is None,
+                          error_type=etype, state_diff=resp["state_diff"], state_hash=resp["state_hash"])
 
     async def snapshot(self) -> dict[str, Any]:
         return self._ex.snapshot()["state"]
@@ -69,7 +72,7 @@ class ForkedEnv(InProcessEnv):
         self._reader, self._writer = await asyncio.open_unix_connection(path)
         return self
 
-    async def call(self, name: str, arguments: Any) -> StepOutcome:
+    async def call(self, name: str, arguments: Any) -> CallResult:
         self._writer.write(b"call\n")
         await self._writer.drain()
         if not await self._reader.readline():

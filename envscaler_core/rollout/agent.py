@@ -21,7 +21,8 @@ from envscaler_core.artifacts import Usage
 from envscaler_core.llm import EmptyResponseError, LLMClient
 from envscaler_core.llm.schema import AGENT_TURN, agent_turn_schema, turn_format
 from envscaler_core.prompts import render_prompt
-from envscaler_core.rollout.types import RolloutSettings, StepOutcome
+from envscaler_core.rollout.types import RolloutSettings
+from envscaler_core.runtime import CallResult
 from envscaler_core.toolformat import (TextTurn, format_error_message, parse_turn, render_assistant, render_results,
                                       with_tools)
 
@@ -163,7 +164,7 @@ class AgentPolicy:
             message["reasoning_content"] = turn.reasoning
         return AgentAction(message=message, calls=calls, content=turn.content, format_errors=list(turn.errors))
 
-    def observation_messages(self, results: list[tuple[AgentCall, StepOutcome]],
+    def observation_messages(self, results: list[tuple[AgentCall, CallResult]],
                              format_errors: list[str]) -> list[dict[str, Any]]:
         """Messages that carry tool results (and parse errors) back to the agent."""
         errors = [{"success": False, "error_type": "malformed_tool_call", "error": format_error_message(e)}

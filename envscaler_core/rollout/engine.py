@@ -16,8 +16,8 @@ from envscaler_core.heap import settle_for_long_run
 from envscaler_core.llm import LLMClient
 from envscaler_core.rollout.agent import AgentPolicy
 from envscaler_core.rollout.episode import Episode, EventHook
-from envscaler_core.rollout.types import (EnvFactory, EpisodeOutcome, EpisodeTask, RewardHook,
-                                          RolloutSettings, ToolEnv)
+from envscaler_core.rollout.types import (BehindOpener, EnvFactory, EpisodeOutcome, EpisodeTask,
+                                          PreparingRewardHook, RewardHook, RolloutSettings, ToolEnv)
 from envscaler_core.rollout.user_sim import UserSimulator
 
 log = logging.getLogger(__name__)
@@ -55,16 +55,16 @@ class RolloutEngine:
         return Episode(task, env, agent, self.settings, user, on_event)
 
     async def open_env(self, task: EpisodeTask, behind: bool = False) -> ToolEnv:
-        """Opens ``task``'s environment (``behind``: through the factory's ``open_behind`` when it
-        has one). First the reward hook's ``prepare`` (if any) starts what the score will need
+        """Opens ``task``'s environment (``behind``: through ``open_behind`` when the factory is a
+        :class:`BehindOpener`). First a :class:`PreparingRewardHook` starts what the score will need
         ahead of the episode: it must start before the environment opens, so that a reference
         replay runs beside the sandbox's start-up rather than queueing behind it, and is done by
         the episode's first score."""
-        prepare = getattr(self.reward_hook, "prepare", None)
-        if prepare is not None:
-            prepare(task)
-        opener = getattr(self.env_factory, "open_behind", None) if behind else None
-        return await (opener or self.env_factory.open)(task)
+        if isinstance(self.reward_hook, PreparingRewardHook):
+            self.reward_hook.prepare(task)
+        if behind and isinstance(self.env_factory, BehindOpener):
+            return await self.env_factory.open_behind(task)
+        return await self.env_factory.open(task)
 
     async def finish(self, episode: Episode, final_state: Optional[dict[str, Any]] = None) -> Trajectory:
         """The episode's trajectory with its reward (``final_state`` read from the env if absent)."""

@@ -8,7 +8,6 @@ with error observations. Only endpoint failures (``LLMError``) escape.
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import time
 from typing import Any, Callable, Optional
@@ -16,8 +15,8 @@ from typing import Any, Callable, Optional
 from envscaler_core.artifacts import StepRecord, Trajectory, Usage
 from envscaler_core.prompts import render_prompt
 from envscaler_core.rollout.agent import MALFORMED_TOOL, AgentAction, AgentCall, AgentPolicy
-from envscaler_core.rollout.types import (FORMAT_ERROR_TYPES, EpisodeTask, RolloutSettings,
-                                          StepOutcome, ToolEnv)
+from envscaler_core.rollout.types import FORMAT_ERROR_TYPES, EpisodeTask, RolloutSettings, StartingEnv, ToolEnv
+from envscaler_core.runtime import CallResult
 from envscaler_core.rollout.user_sim import STOP, UserSimulator, UserTurn
 
 EventHook = Callable[[dict[str, Any]], None]
@@ -64,7 +63,7 @@ class Episode:
         Args:
             opening: In ``user`` mode, a person's first message instead of the simulator's.
         """
-        if getattr(self.env, "opens_behind", False):  # the first model call need not wait for the sandbox
+        if isinstance(self.env, StartingEnv):  # the first model call need not wait for the sandbox
             self._initial = asyncio.ensure_future(self.env.snapshot())
         else:
             self.initial_state = await self.env.snapshot()
@@ -146,7 +145,7 @@ class Episode:
 
     async def _execute(self, action: AgentAction) -> None:
         await self.settle_initial_state()  # the state before the first call
-        results: list[tuple[AgentCall, StepOutcome]] = []
+        results: list[tuple[AgentCall, CallResult]] = []
         for call in action.calls:
             started = time.perf_counter()
             repeated = self._is_repeat(call)
@@ -159,7 +158,8 @@ class Episode:
         for error in action.format_errors:
             obs = {"success": False, "error_type": "malformed_tool_call", "error": error}
             last_hash = self.steps[-1].state_hash if self.steps else ""
-            self._record_step("", MALFORMED_TOOL, "", StepOutcome(obs, "malformed_tool_call", [], last_hash))
+            self._record_step("", MALFORMED_TOOL, "", CallResult(tool=MALFORMED_TOOL, observation=obs, ok=False,
+                                                                 error_type="malformed_tool_call", state_hash=last_hash))
         if any(s.error_type in FORMAT_ERROR_TYPES for s in self.steps):
             self._flag("format_error")
         for message in self.agent.observation_messages(results, action.format_errors):
@@ -171,7 +171,7 @@ class Episode:
             return False
         return self._made.get(_call_key(call)) == self.steps[-1].state_hash
 
-    def _record_step(self, call_id: str, name: str, arguments: Any, outcome: StepOutcome) -> None:
+    def _record_step(self, call_id: str, name: str, arguments: Any, outcome: CallResult) -> None:
         step = StepRecord(index=len(self.steps), tool_call_id=call_id, name=name,
                           arguments=arguments if isinstance(arguments, (dict, str)) else str(arguments),
                           observation=outcome.observation, error_type=outcome.error_type,
@@ -247,9 +247,8 @@ def _call_key(call: AgentCall) -> str:
     return call.name + "\0" + json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _with_repeat_note(outcome: StepOutcome) -> StepOutcome:
+def _with_repeat_note(outcome: CallResult) -> CallResult:
     note = render_prompt("envscaler_core.rollout", "repeat_note.md").strip()
     observation = outcome.observation if isinstance(outcome.observation, dict) else {"result": outcome.observation}
-    noted = copy.copy(outcome)  # the recorded step keeps the original
-    noted.observation = {"note": note, **observation}  # first: a small model reads a long result less
-    return noted
+    # the recorded step keeps the original; the note comes first: a small model reads a long result less
+    return outcome.model_copy(update={"observation": {"note": note, **observation}})

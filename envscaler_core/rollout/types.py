@@ -8,11 +8,12 @@ and scores the episode with any :class:`RewardHook`. The sandboxed EnvScaler env
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional, Protocol
+from typing import Any, Literal, Optional, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
 from envscaler_core.artifacts import RewardBreakdown, StepRecord
+from envscaler_core.runtime import CallResult
 
 Termination = Literal["agent_answered", "user_stop", "user_empty", "max_steps"]
 FORMAT_ERROR_TYPES = ("malformed_json", "malformed_tool_call")
@@ -66,39 +67,42 @@ class EpisodeTask:
     payload: Any = None
 
 
-@dataclass
-class StepOutcome:
-    """What the environment reports for one tool call."""
-
-    observation: dict[str, Any]
-    error_type: Optional[str] = None
-    state_diff: list[dict[str, Any]] = field(default_factory=list)
-    state_hash: str = ""
-    duration_ms: float = 0.0
-
-
 class ToolEnv(Protocol):
-    """An environment instance the agent talks to (one per episode)."""
+    """An environment instance the agent talks to (one per episode). A call's result is a
+    :class:`~envscaler_core.runtime.CallResult` (what the sandbox returns), whatever the
+    environment: the episode records its observation, error type, diff, hash and duration."""
 
     tools: list[dict[str, Any]]
 
-    async def call(self, name: str, arguments: Any) -> StepOutcome: ...
+    async def call(self, name: str, arguments: Any) -> CallResult: ...
 
     async def snapshot(self) -> dict[str, Any]: ...
 
     async def close(self) -> None: ...
 
 
-class EnvFactory(Protocol):
-    """Opens a fresh :class:`ToolEnv` for an episode.
+@runtime_checkable
+class StartingEnv(ToolEnv, Protocol):
+    """A :class:`ToolEnv` that may still be starting: its ``tools`` are known, every op waits for
+    the start (``Sandbox.aopen(..., behind=True)``). An episode asks the model while it starts
+    and takes its initial snapshot before its first tool call."""
 
-    A factory may also offer ``open_behind(task)``: a :class:`ToolEnv` that may still be starting
-    (``opens_behind = True``; its ``tools`` known, every op waiting for the start).
-    :meth:`RolloutEngine.run_episode` then asks the model while the environment starts, and the
-    episode takes its initial snapshot before its first tool call.
-    """
+    async def opened(self) -> ToolEnv: ...
+
+
+class EnvFactory(Protocol):
+    """Opens a fresh :class:`ToolEnv` for an episode."""
 
     async def open(self, task: EpisodeTask) -> ToolEnv: ...
+
+
+@runtime_checkable
+class BehindOpener(EnvFactory, Protocol):
+    """An :class:`EnvFactory` that can also return an environment before it has started (a
+    :class:`StartingEnv`): :meth:`RolloutEngine.run_episode` then asks the model while the
+    environment starts."""
+
+    async def open_behind(self, task: EpisodeTask) -> ToolEnv: ...
 
 
 @dataclass
@@ -121,11 +125,16 @@ class RewardResult:
 
 
 class RewardHook(Protocol):
-    """Scores a finished episode.
-
-    A hook may also have ``prepare(task) -> None``: the engine calls it before it opens each
-    episode's environment (``RolloutEngine.open_env``: rollouts, ``rl`` and the play demo), so
-    that work the score will need and that does not depend on the episode (a reference replay)
-    runs while the episode does. It must return at once."""
+    """Scores a finished episode."""
 
     async def __call__(self, outcome: EpisodeOutcome) -> RewardResult: ...
+
+
+@runtime_checkable
+class PreparingRewardHook(RewardHook, Protocol):
+    """A :class:`RewardHook` with work to start ahead of each episode: the engine calls
+    ``prepare(task)`` before it opens the episode's environment (``RolloutEngine.open_env``:
+    rollouts, ``rl`` and the play demo), so that what the score will need and that does not
+    depend on the episode (a reference replay) runs while the episode does. It returns at once."""
+
+    def prepare(self, task: EpisodeTask) -> None: ...

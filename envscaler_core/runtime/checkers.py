@@ -1,10 +1,11 @@
-"""Running checker functions in the sandbox."""
+"""Running checker functions in the sandbox (the parent's side: a batch per state, one cell each)."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 from .models import CheckResult, WorkerError
+from .pool import WorkerPool
 from .wire.state import to_jsonable
 
 __all__ = ["run_checkers", "arun_checkers"]
@@ -15,7 +16,7 @@ def _not_run(index: int, exc: WorkerError) -> CheckResult:
     return CheckResult(index=index, status="error", error=f"checker not run ({exc.error_type}): {exc}")
 
 
-def _run_one(pool: Any, index: int, source: str, final: dict, initial: dict, timeout_s: float) -> CheckResult:
+def _run_one(pool: WorkerPool, index: int, source: str, final: dict, initial: dict, timeout_s: float) -> CheckResult:
     try:
         worker = pool.acquire()
     except WorkerError as exc:
@@ -34,8 +35,8 @@ def _run_one(pool: Any, index: int, source: str, final: dict, initial: dict, tim
     return CheckResult(index=index, status=resp["status"], error=resp.get("error"))
 
 
-def _run_batch(pool: Any, sources: list[str], final: dict, initial: dict, timeout_s: float) -> Optional[list[CheckResult]]:
-    """All checkers in one fresh sandbox process; None if that process crashed or hung."""
+def _run_batch(pool: WorkerPool, sources: list[str], final: dict, initial: dict, timeout_s: float) -> Optional[list[CheckResult]]:
+    """All checkers in one fresh cell; None if that cell crashed or hung."""
     try:
         worker = pool.acquire()
     except WorkerError as exc:
@@ -54,10 +55,11 @@ def _run_batch(pool: Any, sources: list[str], final: dict, initial: dict, timeou
     return [CheckResult(index=i, status=r["status"], error=r.get("error")) for i, r in enumerate(results)]
 
 
-def run_checkers(pool: Any, check_funcs: list[str], final_state: dict, initial_state: dict,
+def run_checkers(pool: WorkerPool, check_funcs: list[str], final_state: dict, initial_state: dict,
                  timeout_s: float = 2.0) -> list[CheckResult]:
-    """Runs the checker sources in a fresh sandbox process, all in one (a batch); if the batch
-    process crashes or hangs, each checker again in a fresh process of its own.
+    """Runs the checker sources in one fresh cell (a batch); if the batch's cell crashes or hangs,
+    each checker again in a fresh cell of its own, so one bad checker cannot decide the others'
+    verdicts.
 
     Each source defines ``check_func(final_state, initial_state=None)`` or the
     one-argument form that reads the global ``initial_state``. It gets copies
@@ -81,7 +83,7 @@ def run_checkers(pool: Any, check_funcs: list[str], final_state: dict, initial_s
     return [_run_one(pool, i, src, final, initial, timeout_s) for i, src in enumerate(check_funcs)]
 
 
-async def arun_checkers(pool: Any, check_funcs: list[str], final_state: dict, initial_state: dict,
+async def arun_checkers(pool: WorkerPool, check_funcs: list[str], final_state: dict, initial_state: dict,
                         timeout_s: float = 2.0) -> list[CheckResult]:
     """Async wrapper of :func:`run_checkers`."""
     import asyncio

@@ -114,9 +114,8 @@ class OpeningSession:
     """An :class:`AsyncSession` whose open is still running (``Sandbox.aopen(..., behind=True)``):
     its ``tools`` are known already, so an episode can ask the model while the sandbox process
     starts; every op waits for the open first. ``close`` waits for it too (a session is never
-    leaked) and is quiet when the open failed: that error reaches the first op instead."""
-
-    opens_behind = True
+    leaked) and is quiet when the open failed: that error reaches the first op instead. It is a
+    rollout ``StartingEnv`` (it has :meth:`opened`)."""
 
     def __init__(self, tools: list[dict], opening: "asyncio.Future[AsyncSession]") -> None:
         self.tools, self._opening = tools, opening

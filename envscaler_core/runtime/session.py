@@ -16,6 +16,8 @@ import time
 from typing import Any, Awaitable, Callable, Optional
 
 from .models import CallResult, EnvLoadError, WorkerError
+from .pool import WorkerPool
+from .worker import Worker
 from .wire.state import apply_diff, hash_jsonable, json_copy, to_jsonable
 
 __all__ = ["EnvSession", "compute_schemas", "parse_arguments"]
@@ -75,7 +77,7 @@ def _raise_load(resp: dict) -> None:
         raise EnvLoadError(resp.get("error", "unknown load error"), resp.get("error_type", "load_error"))
 
 
-def compute_schemas(pool: Any, code: str, class_name: str) -> list[dict]:
+def compute_schemas(pool: WorkerPool, code: str, class_name: str) -> list[dict]:
     """OpenAI function schemas of the tools of ``class_name`` (computed in a worker).
 
     Raises:
@@ -112,7 +114,7 @@ class EnvSession:
         EnvLoadError: If the environment cannot be loaded.
     """
 
-    def __init__(self, pool: Any, code: str, class_name: str, *, init_config: Optional[dict] = None,
+    def __init__(self, pool: WorkerPool, code: str, class_name: str, *, init_config: Optional[dict] = None,
                  initial_state: Optional[dict] = None, seed: Optional[int] = None,
                  tools: Optional[list[dict]] = None) -> None:
         self._pool, self._code, self._class_name = pool, code, class_name
@@ -120,7 +122,7 @@ class EnvSession:
         same = init_config is initial_state or (not init_config and not initial_state)
         self._init_config, self._seed = state if same else to_jsonable(init_config or {}), seed
         self._lock = threading.Lock()  # not re-entrant: an async call holds it on the loop's thread
-        self._worker: Any = None
+        self._worker: Optional[Worker] = None
         self._parked = False
         self._state: dict = {}
         self._hash = ""
@@ -173,8 +175,10 @@ class EnvSession:
             problem = self._recover()
             if problem:
                 raise WorkerError(f"session could not be restored: {problem}", "worker_crashed")
+        worker = self._worker
+        assert worker is not None  # a recovery that returned no problem opened one
         try:
-            return self._worker.request(msg, self._op_timeout())
+            return worker.request(msg, self._op_timeout())
         except WorkerError as exc:
             raise _after_recovery(exc, self._recover()) from exc
 
