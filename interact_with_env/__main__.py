@@ -15,6 +15,7 @@ COMMANDS = {
     "app": ("interact_with_env.commands.app", "Gradio play demo (127.0.0.1)"),
     "serve-mcp": ("interact_with_env.commands.serve_mcp", "serve one environment's tools over MCP (stdio)"),
     "serve-openenv": ("interact_with_env.commands.serve_openenv", "serve scenarios as an OpenEnv environment (HTTP/WS)"),
+    "export-openenv": ("interact_with_env.commands.export_openenv", "write an OpenEnv environment folder (Space)"),
 }
 
 
