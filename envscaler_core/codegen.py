@@ -68,7 +68,4 @@ def extract_python(text: str, *, function: Optional[str] = None,
 
 def _defines(code: str, keyword: str, name: Optional[str]) -> bool:
     kinds = (ast.FunctionDef, ast.AsyncFunctionDef) if keyword == "def" else (ast.ClassDef,)
-    for node in ast.parse(code).body:
-        if isinstance(node, kinds) and (name is None or node.name == name):
-            return True
-    return False
+    return any(isinstance(node, kinds) and (name is None or node.name == name) for node in ast.parse(code).body)

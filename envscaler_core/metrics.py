@@ -65,8 +65,8 @@ def bootstrap_ci(values: Sequence[float], *, stat: Callable[[Sequence[float]], f
     stats = sorted(stat([values[rng.randrange(size)] for _ in range(size)])
                    for _ in range(n_resamples))
     tail = (1.0 - confidence) / 2.0
-    low = stats[int(math.floor(tail * (n_resamples - 1)))]
-    high = stats[int(math.ceil((1.0 - tail) * (n_resamples - 1)))]
+    low = stats[math.floor(tail * (n_resamples - 1))]
+    high = stats[math.ceil((1.0 - tail) * (n_resamples - 1))]
     return (low, high)
 
 

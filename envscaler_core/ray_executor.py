@@ -87,7 +87,7 @@ class StageActor:
         """One item: ``(result, error, usage since the last drain)``; never raises."""
         try:
             result, error = await self._work(payload), None
-        except Exception as exc:  # reported per item, like the local executor
+        except Exception as exc:  # noqa: BLE001 - reported per item, like the local executor
             result, error = None, f"{type(exc).__name__}: {exc}"
         return result, error, drain_usage()
 
@@ -131,7 +131,7 @@ class _Dispatcher:
         self.load[index] -= 1
         try:
             result, error, usage = self.ray.get(ready[0])
-        except Exception as exc:  # the actor died (worker crash, node loss) and retries ran out
+        except Exception as exc:  # noqa: BLE001 - the actor died (worker crash, node loss) and retries ran out
             result, error, usage = None, f"ray task failed: {type(exc).__name__}: {exc}", {}
         return item_id, result, error, usage
 

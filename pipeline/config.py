@@ -44,5 +44,5 @@ def load_pipeline_config(path: Path, overrides: dict) -> PipelineConfig:
     section.update({k: v for k, v in overrides.items() if v is not None})
     try:
         return PipelineConfig(**section)
-    except Exception as exc:  # pydantic's message is the useful part
+    except Exception as exc:  # noqa: BLE001 - pydantic's message is the useful part
         raise UserError(f"{path}: invalid pipeline section: {exc}") from None

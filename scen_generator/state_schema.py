@@ -130,9 +130,9 @@ def _init_attributes(tree: ast.Module, class_name: str) -> list[tuple[str, Optio
         elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
             target = stmt.targets[0]
         if (isinstance(target, ast.Attribute) and _name(target.value) == "self"
-                and not target.attr.startswith("_") and target.attr != "init_config"):
-            if found.get(target.attr) is None:
-                found[target.attr] = annotation
+                and not target.attr.startswith("_") and target.attr != "init_config"
+                and found.get(target.attr) is None):
+            found[target.attr] = annotation
     return list(found.items())
 
 

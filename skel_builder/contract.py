@@ -51,7 +51,7 @@ def contract_problems(code: str, name: str) -> list[str]:
     if func is None:
         return [f"no method named {name}"]
     problems = []
-    args = [a for a in func.args.args + func.args.kwonlyargs][1:]
+    args = (func.args.args + func.args.kwonlyargs)[1:]
     if not func.args.args or func.args.args[0].arg != "self":
         problems.append("first argument must be self")
     missing_hints = [a.arg for a in args if a.annotation is None]
@@ -199,7 +199,7 @@ def ensure_docstring(code: str, name: str) -> tuple[str, bool]:
     body_lines = code.splitlines()
     first = func.body[0]
     indent = " " * first.col_offset
-    new_doc = [indent + '"""' + lines[0]] + [(indent + l) if l else "" for l in lines[1:]] + [indent + '"""']
+    new_doc = [indent + '"""' + lines[0]] + [(indent + line) if line else "" for line in lines[1:]] + [indent + '"""']
     has_doc = isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant) \
         and isinstance(first.value.value, str)
     start = first.lineno - 1

@@ -14,7 +14,7 @@ import os
 import random
 import time
 import weakref
-from typing import Any, Optional, TypeVar
+from typing import Any, ClassVar, Optional, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -90,7 +90,7 @@ def _name_calls(result: ChatResult, digest: str) -> None:
 class _Shared:
     """Per event loop: one transport and one semaphore per endpoint (dropped with the loop)."""
 
-    per_loop: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict]" = weakref.WeakKeyDictionary()
+    per_loop: ClassVar[weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict]] = weakref.WeakKeyDictionary()
 
     @classmethod
     def get(cls, base_url: str, api_key: str, timeout: float, limit: int):

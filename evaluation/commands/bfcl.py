@@ -80,7 +80,7 @@ async def _run(ctx: StageContext, config: BfclConfig) -> list:
         task, trial = payload
         try:
             return await run_trial(client, settings, task, trial)
-        except Exception as exc:  # a harness bug is an infra error, kept and retried on resume
+        except Exception as exc:  # noqa: BLE001 - a harness bug is an infra error, kept and retried on resume
             return TrialRecord(id=trial_id(task.id, trial), benchmark="bfcl", category=task.category,
                                task_id=task.id, trial=trial, status="error",
                                error=f"{type(exc).__name__}: {exc}"[:500], error_type="harness_error")

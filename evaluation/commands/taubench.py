@@ -128,10 +128,8 @@ def run(args: argparse.Namespace) -> int:
     importer = taubench.import_v1 if config.version == 1 else taubench.import_v2
     store, ids = trial_store(ctx.out), []
     for domain in config.domains:
-        if args.import_file:
-            path = args.import_file
-        else:
-            path = (_run_v1 if config.version == 1 else _run_v2)(ctx, config, domain)
+        run = _run_v1 if config.version == 1 else _run_v2
+        path = args.import_file if args.import_file else run(ctx, config, domain)
         trials = importer(path, domain)
         for trial in trials:
             store.append(trial)
