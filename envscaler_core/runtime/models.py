@@ -1,4 +1,4 @@
-"""Pydantic models and exceptions shared by the parent side of the runtime."""
+"""Pydantic models and exceptions of the parent's side of the runtime."""
 
 from __future__ import annotations
 
@@ -41,8 +41,8 @@ class SandboxLimits(BaseModel):
             parent kills the worker process group.
         spawn_timeout_s: Budget for a new worker to report ready.
         acquire_timeout_s: How long a new session waits for a free worker.
-        memory_bytes: RLIMIT_AS of the session process.
-        cpu_seconds: RLIMIT_CPU of the session process (whole session).
+        memory_bytes: RLIMIT_AS of each template and cell.
+        cpu_seconds: RLIMIT_CPU of each template and cell (a cell: its whole session).
         file_size_bytes: RLIMIT_FSIZE (largest file the session may write).
         open_files: RLIMIT_NOFILE.
         max_result_bytes: Largest JSON observation a tool may return.
@@ -56,14 +56,14 @@ class SandboxLimits(BaseModel):
             (e.g. the uid could not be changed); each weakness is printed and
             recorded in the run's manifest. Off by default: such a worker fails.
             Defaults to on when ``ENVSCALER_ALLOW_WEAKER_SANDBOX=1`` (for every stage's pools).
-        env_templates: Fork each environment session from a per-environment template process
+        env_templates: Fork each environment session's cell from a per-environment template
             that executed the module and built the tool models once (``False``: every session
             executes the module itself, as a cold start).
-        nice: The sandbox's processes (hosts, templates, sessions) run this much nicer than the
+        nice: The sandbox's processes (hosts, templates, cells) run this much nicer than the
             parent, under ``SCHED_BATCH``: a woken sandbox process never preempts the process
             driving the episodes or a model server on the same machine (0: the parent's priority
-            and policy). Where Linux schedules by session (autogroup,
-            ``kernel.sched_autogroup_enabled=1``), each host leads a session of its own, so the
+            and policy). Where Linux schedules by process session (autogroup,
+            ``kernel.sched_autogroup_enabled=1``), each host leads a process session of its own, so the
             nice value only orders the processes of one host (see docs/security.md).
     """
 

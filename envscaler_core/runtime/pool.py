@@ -94,6 +94,11 @@ class WorkerPool:
         return (_pool_for_token, (self.token, self.size, self.limits))
 
     @property
+    def started(self) -> int:
+        """Workers started so far (at most :attr:`size`; a dead one's replacement is not counted)."""
+        return self._started
+
+    @property
     def fork_server(self) -> Optional[ForkServer]:
         """The fork server this pool's hosts are forked from (None: cold hosts)."""
         return self._fork_server

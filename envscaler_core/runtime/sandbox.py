@@ -6,9 +6,9 @@
 * ``checkers`` workers run one-shot work: checker batches, replays, schema computations.
 
 A checker, a replay or a schema never waits for a session to end, so scoring can never be
-starved by sessions that hold every session worker (the RL stall of issue 15). How a session
-or a checker batch is spawned (today: a fresh process forked per op from a warm worker) is an
-internal detail of :meth:`Sandbox._spawn_session` and :meth:`Sandbox._run_checks`.
+starved by sessions that hold every session worker. How a session or a checker batch is spawned
+(a fresh cell per session, ``docs/runtime.md``) is internal to :meth:`Sandbox._spawn_session` and
+:meth:`Sandbox._run_checks`.
 
 Blocking calls of the async API run on two thread pools: ``_calls`` (ops on an open session;
 one thread per session worker, so they never queue behind waiting opens) and ``_waits``
@@ -112,13 +112,18 @@ class AsyncSession:
 
 class OpeningSession:
     """An :class:`AsyncSession` whose open is still running (``Sandbox.aopen(..., behind=True)``):
-    its ``tools`` are known already, so an episode can ask the model while the sandbox process
+    its ``tools`` are known already, so an episode can ask the model while the sandbox's cell
     starts; every op waits for the open first. ``close`` waits for it too (a session is never
     leaked) and is quiet when the open failed: that error reaches the first op instead. It is a
     rollout ``StartingEnv`` (it has :meth:`opened`)."""
 
     def __init__(self, tools: list[dict], opening: "asyncio.Future[AsyncSession]") -> None:
         self.tools, self._opening = tools, opening
+
+    @property
+    def ready(self) -> bool:
+        """Whether the open has finished (or failed)."""
+        return self._opening.done()
 
     async def opened(self) -> AsyncSession:
         """The open session (raises the open's error)."""
@@ -186,6 +191,16 @@ class Sandbox:
     @property
     def limits(self) -> SandboxLimits:
         return self._sessions.limits
+
+    @property
+    def session_pool(self) -> WorkerPool:
+        """The workers that host open sessions."""
+        return self._sessions
+
+    @property
+    def oneshot_pool(self) -> WorkerPool:
+        """The workers that run checker batches, replays and schema computations."""
+        return self._oneshots
 
     @property
     def session_capacity(self) -> int:

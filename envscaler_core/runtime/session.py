@@ -132,6 +132,11 @@ class EnvSession:
         self._open(state, fresh_worker=False)
 
     @property
+    def worker(self) -> Optional[Worker]:
+        """The worker serving the session now (None while parked or closed)."""
+        return self._worker
+
+    @property
     def tool_names(self) -> list[str]:
         """Tool names in definition order."""
         return [t["function"]["name"] for t in self.tools]
@@ -345,7 +350,7 @@ class EnvSession:
         return self._hash
 
     def close(self) -> None:
-        """Ends the session (its sandbox process exits) and frees the worker."""
+        """Ends the session (its cell exits) and frees the worker."""
         with self._lock:
             self._free_worker()
 

@@ -77,7 +77,7 @@ def test_close_does_not_wait_for_the_session_and_answers_stay_paired():
     with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
         for n in range(3):
             session = EnvSession(pool, LIBRARY, "LibrarySystem", initial_state=LIB_STATE)
-            worker = session._worker
+            worker = session.worker
             assert session.call("add_book", {"book_id": f"x{n}", "title": "t"}).ok
             session.close()
             assert worker._posted is not None  # the close's answer is still unread
@@ -91,14 +91,14 @@ def test_a_host_that_dies_after_a_posted_close_is_replaced():
 
     with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
         session = EnvSession(pool, LIBRARY, "LibrarySystem", initial_state=LIB_STATE)
-        worker = session._worker
+        worker = session.worker
         session.close()
         os.killpg(worker.proc.pid, signal.SIGKILL)
         deadline = time.monotonic() + 10
         while worker.proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
         again = EnvSession(pool, LIBRARY, "LibrarySystem", initial_state=LIB_STATE)
-        assert again._worker is not worker and again.call("add_book", {"book_id": "z", "title": "t"}).ok
+        assert again.worker is not worker and again.call("add_book", {"book_id": "z", "title": "t"}).ok
 
 
 def test_a_reopened_parked_session_does_not_repeat_its_schema_warnings(caplog):
@@ -162,4 +162,4 @@ def test_a_lazy_pool_never_starts_more_workers_than_its_size(monkeypatch):
     for t in threads:
         t.join()
     pool.close()
-    assert pool._started == 2 and len(got) == 2
+    assert pool.started == 2 and len(got) == 2

@@ -48,9 +48,9 @@ def test_infinite_loop_swallowing_interrupts_is_killed(sandbox_pool):
     session = EnvSession(sandbox_pool, hostile(body), "Hostile")
     try:
         assert session.call("ping").ok
-        pid = session._worker.proc.pid
+        pid = session.worker.proc.pid
         _assert_error(session.call("attack"), "timeout", "killed", "restored")
-        assert session._worker.proc.pid != pid  # the worker was replaced
+        assert session.worker.proc.pid != pid  # the worker was replaced
         assert session.call("ping").observation["data"] == 2
     finally:
         session.close()
@@ -279,7 +279,7 @@ def test_a_cancelled_call_on_the_loop_kills_its_process_and_the_next_starts_from
         session = EnvSession(sandbox_pool, hostile(body, "import time"), "Hostile")
         try:
             await session.acall("ping")
-            worker = session._worker
+            worker = session.worker
             call = asyncio.ensure_future(session.acall("attack"))
             await asyncio.sleep(0.1)
             assert not session.close_nowait()  # the call holds the session: nothing is freed under it

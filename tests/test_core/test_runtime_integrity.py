@@ -162,7 +162,7 @@ def test_honest_checkers_keep_their_verdicts(sandbox_pool):
 def test_sessions_are_confined_by_landlock(sandbox_pool):
     session = EnvSession(sandbox_pool, hostile("return {'success': True}"), "Hostile")
     try:
-        report = session._worker.posture
+        report = session.worker.posture
     finally:
         session.close()
     if abi_version() >= 1:
@@ -208,7 +208,7 @@ def test_every_capability_is_dropped(sandbox_pool):
     try:
         observation = session.call("attack").observation
         ids, groups = observation["data"]
-        privileges = session._worker.posture["privileges"]
+        privileges = session.worker.posture["privileges"]
     finally:
         session.close()
     assert privileges["no_new_privs"] is True

@@ -90,7 +90,7 @@ def test_no_code_of_the_environment_runs_after_the_last_reply():
 def test_replies_reach_the_parent_while_the_host_is_stopped():
     with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
         with EnvSession(pool, LIBRARY_SOURCE, "LibrarySystem", initial_state=library_state()) as session:
-            host = session._worker.proc.pid
+            host = session.worker.proc.pid
             os.kill(host, signal.SIGSTOP)
             try:
                 result = session.call("get_book", {"book_id": "b1"})
@@ -98,7 +98,7 @@ def test_replies_reach_the_parent_while_the_host_is_stopped():
                 with contextlib.suppress(ProcessLookupError):  # the host may be gone if the call timed out
                     os.kill(host, signal.SIGCONT)
             assert result.ok, result.observation
-            assert session._worker.proc.pid == host
+            assert session.worker.proc.pid == host
 
 
 
@@ -139,10 +139,10 @@ def test_a_session_that_outlives_a_forged_last_reply_never_sees_the_next_session
     that the last session exited: the worker is replaced instead, and the next session is honest."""
     with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
         hijacker = EnvSession(pool, hostile(HIJACK, imports="import os"), "Hostile")
-        hijacked_host = hijacker._worker.proc.pid
+        hijacked_host = hijacker.worker.proc.pid
         hijacker.call("attack")
         hijacker.close()
         with EnvSession(pool, LIBRARY_SOURCE, "LibrarySystem", initial_state=library_state()) as honest:
-            assert honest._worker.proc.pid != hijacked_host
+            assert honest.worker.proc.pid != hijacked_host
             assert honest.snapshot() == library_state()
             assert honest.call("get_book", {"book_id": "b1"}).ok

@@ -191,7 +191,7 @@ def test_snapshot_comes_from_the_parent_copy_only_while_it_hashes_to_the_workers
     """Scoring snapshots every episode twice; the parent's copy (rebuilt from each call's diff)
     serves them without a round trip, but only while its hash is the one the worker reported."""
     lib_session.call("add_book", {"book_id": "b9", "title": "X"})
-    worker = lib_session._worker
+    worker = lib_session.worker
     requests = []
     original = worker.request
     worker.request = lambda msg, timeout: requests.append(msg["op"]) or original(msg, timeout)

@@ -70,7 +70,7 @@ def test_sessions_see_their_own_host_directory(pool):
     try:
         seen = [s.call("where").observation for s in sessions]
         for s, where in zip(sessions, seen):
-            assert where["home"] == where["tmp"] == where["cwd"] == os.path.realpath(s._worker.workdir)
+            assert where["home"] == where["tmp"] == where["cwd"] == os.path.realpath(s.worker.workdir)
             assert where["keys"] == sorted(worker_env(where["home"]))  # the scrubbed environment only
         assert seen[0]["home"] != seen[1]["home"]
     finally:
@@ -104,12 +104,12 @@ def test_a_dead_template_falls_back_to_cold_hosts():
 
 def test_killed_host_is_seen_dead_and_replaced(pool):
     with EnvSession(pool, LIBRARY_SOURCE, "LibrarySystem", initial_state=library_state()) as s:
-        old = s._worker.proc
+        old = s.worker.proc
         os.kill(old.pid, 9)
         assert old.wait(timeout=5) is not None and old.poll() is not None
         assert s.call("get_book", {"book_id": "b1"}).error_type == "worker_crashed"
         assert s.call("get_book", {"book_id": "b1"}).ok  # restored in a fresh host
-        assert s._worker.proc.pid != old.pid
+        assert s.worker.proc.pid != old.pid
 
 
 # ---------------------------------------------------------------------- environment templates
@@ -305,7 +305,7 @@ def _isolation(limits) -> dict:
     with WorkerPool(size=1, limits=limits) as pool, EnvSession(pool, ISOLATION, "Tracer") as session:
         seen = session.call("probe").observation
         seen["kernel"] = _kernel_view(seen["pid"])
-        seen["workdir"] = os.path.realpath(session._worker.workdir)
+        seen["workdir"] = os.path.realpath(session.worker.workdir)
         return seen
 
 

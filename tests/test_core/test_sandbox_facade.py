@@ -117,7 +117,7 @@ class Fragile:
 def test_open_behind_answers_before_the_open_and_its_ops_wait_for_it(box):
     async def go():
         session = await box.aopen(ENV, STATE, behind=True)
-        pending = not session._opening.done()
+        pending = not session.ready
         try:
             result = await session.call("get_book", {"book_id": "b1"})
             state = await session.snapshot()
@@ -159,10 +159,10 @@ def test_concurrent_first_callers_compute_the_tools_once():
 
 def test_hosts_start_when_first_needed():
     with Sandbox(2, 6, limits=BUSY) as sandbox:
-        pool = sandbox._oneshots
-        assert pool._started == HOSTS_PRESTARTED and pool.idle_workers == 6
+        pool = sandbox.oneshot_pool
+        assert pool.started == HOSTS_PRESTARTED and pool.idle_workers == 6
         held = [pool.acquire() for _ in range(4)]
-        assert pool._started == 4 and pool.idle_workers == 2
+        assert pool.started == 4 and pool.idle_workers == 2
         for worker in held:
             pool.release(worker)
         assert [r.status for r in sandbox.check([TRUE] * 3, {}, {})] == ["true"] * 3

@@ -33,7 +33,7 @@ def test_a_pool_unpickles_as_this_process_pool_once_per_token():
 def test_a_sandbox_travels_with_its_pools_and_fresh_threads():
     with Sandbox(1, 1, checker_timeout_s=3.0) as box:
         copy = pickle.loads(pickle.dumps(box))
-        assert copy._sessions is box._sessions and copy._oneshots is box._oneshots  # same process: same pools
+        assert copy.session_pool is box.session_pool and copy.oneshot_pool is box.oneshot_pool  # same process: same pools
         assert copy._calls is not box._calls and copy.checker_timeout_s == 3.0
         assert copy.check(["def check_func(final_state):\n    return True"], {}, {})[0].status == "true"
 
@@ -43,5 +43,5 @@ def test_the_engine_parts_over_a_sandbox_pickle():
         hook = ChecklistReward(Scorer(box), progress=False)
         hook.scorer.checks([], {}, {})
         copy, envs = pickle.loads(pickle.dumps(hook)), pickle.loads(pickle.dumps(ScenarioEnvs(box)))
-        assert copy.scorer.sandbox._sessions is box._sessions and copy.progress is False
-        assert envs.sandbox._oneshots is box._oneshots
+        assert copy.scorer.sandbox.session_pool is box.session_pool and copy.progress is False
+        assert envs.sandbox.oneshot_pool is box.oneshot_pool

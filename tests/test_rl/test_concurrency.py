@@ -75,7 +75,7 @@ def run(shop_paths, k: int, pool: int = POOL, lock=None) -> tuple[float, list, f
     assert not any(t.is_alive() for t in threads), f"{sum(t.is_alive() for t in threads)}/{k} env threads stalled"
     sandbox = getattr(envs[0].core, "sandbox", None)
     if sandbox is not None:  # every episode was scored: its session worker is back without a reset/close
-        assert sandbox._sessions.idle_workers == sandbox.session_capacity == pool
+        assert sandbox.session_pool.idle_workers == sandbox.session_capacity == pool
     for env in envs:
         env.close()
     return wall, results, max(waits)
