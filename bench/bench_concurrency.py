@@ -65,7 +65,7 @@ def main() -> None:
             walls = []
             for repeat in range(args.repeats):
                 out = Path(tmp) / f"c{concurrency}-{repeat}"
-                wall, calls = _run(out, server, concurrency, items)
+                wall, _calls = _run(out, server, concurrency, items)
                 walls.append(wall)
             wall = statistics.median(walls)
             ideal = args.items * args.latency / concurrency

@@ -212,7 +212,7 @@ def main() -> None:
     _reexec_in_openenv_venv()
     import resource
 
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     with tempfile.TemporaryDirectory() as tmp:
         log_path = Path(tmp) / "server.log"

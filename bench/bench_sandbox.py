@@ -67,12 +67,11 @@ def direct_episode() -> None:
 
 
 def throughput(concurrency: int, episodes: int) -> float:
-    with Sandbox(concurrency, 1) as pool:
-        with ThreadPoolExecutor(concurrency) as ex:
-            list(ex.map(lambda _: episode(pool), range(concurrency)))  # warm-up
-            t = time.perf_counter()
-            list(ex.map(lambda _: episode(pool), range(episodes)))
-            return episodes / (time.perf_counter() - t)
+    with Sandbox(concurrency, 1) as pool, ThreadPoolExecutor(concurrency) as ex:
+        list(ex.map(lambda _: episode(pool), range(concurrency)))  # warm-up
+        t = time.perf_counter()
+        list(ex.map(lambda _: episode(pool), range(episodes)))
+        return episodes / (time.perf_counter() - t)
 
 
 def main() -> None:

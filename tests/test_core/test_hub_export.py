@@ -120,5 +120,5 @@ def test_push_to_hub_uploads_the_written_folder_only_with_a_token(tmp_path, monk
 
 def test_missing_hub_extra_names_it(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pyarrow", None)
-    with pytest.raises(UserError, match="requirements-hub.txt"):
+    with pytest.raises(UserError, match=r"requirements-hub\.txt"):
         hub.write_dataset(tmp_path, "t", "s", [hub.HubConfig("default", [{"a": 1}], "d")])

@@ -19,7 +19,7 @@ def _hammer(path: str, worker: int, start, results) -> None:
             cache.put(f"{worker}-{j}", {"v": j})
             assert cache.get(f"{worker}-{j}") == {"v": j}
         results.put(None)
-    except BaseException as exc:  # reported to the parent, which fails the test
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which fails the test
         results.put(repr(exc))
 
 

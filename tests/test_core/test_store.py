@@ -91,5 +91,5 @@ def test_atomic_json_write(tmp_path):
     assert read_json(path) == {"a": 1}
     assert [p.name for p in path.parent.iterdir()] == ["manifest.json"]
     path.write_text("{broken")
-    with pytest.raises(ArtifactError, match="manifest.json:1"):
+    with pytest.raises(ArtifactError, match=r"manifest\.json:1"):
         read_json(path)

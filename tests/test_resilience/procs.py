@@ -77,7 +77,7 @@ def finish(proc: subprocess.Popen, log: Path, timeout_s: float = 120.0) -> int:
         code = proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         proc.kill()
-        raise AssertionError(f"stage did not finish in {timeout_s}s:\n{log.read_text()[-3000:]}")
+        raise AssertionError(f"stage did not finish in {timeout_s}s:\n{log.read_text()[-3000:]}") from None
     assert code == 0, f"stage exited {code}:\n{log.read_text()[-3000:]}"
     return code
 

@@ -8,6 +8,7 @@ the same rows again.
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 from envscaler_core.rollout import RolloutSettings, episode_tasks
 from rl.episode_env import EpisodeEnv
@@ -41,7 +42,7 @@ def test_sft_rows_and_rl_prompt_render_tools_calls_and_results_the_same(scripted
         first, info = env.reset(task_index=index)
         assert info["system_prompt"] == sft_rows[0]["system"]  # instructions + tools block
         assert first == sft_rows[0]["instruction"]
-        for row, after in zip(sft_rows, sft_rows[1:]):
+        for row, after in itertools.pairwise(sft_rows):
             observation, *_ = env.step(row["output"])  # the call text SFT trains on
             assert observation == after["instruction"]  # the <tool_response> text SFT trains on
         *_, info = env.step(sft_rows[-1]["output"])

@@ -93,7 +93,7 @@ def run_train_rollouts(config, tokenizer, timeout_s: float = 240) -> list:
     def loop(manager):
         try:
             manager.run_rollout_loop(DataProto(meta_info={"seed": 0}))
-        except BaseException as exc:  # a dead env thread would leave get_batch waiting
+        except BaseException as exc:  # noqa: BLE001 - a dead env thread would leave get_batch waiting
             errors.append(exc)
 
     threads = [threading.Thread(target=loop, args=(m,), daemon=True) for m in managers]

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.timeout(180)
 
 def run_checks(check, final, initial):
     namespace: dict = {}
-    exec(check.source, namespace)  # our own generated source, on plain dicts
+    exec(check.source, namespace)  # noqa: S102 - our own generated source, on plain dicts
     return namespace["check_func"](final, initial)
 
 

@@ -70,7 +70,7 @@ def test_near_duplicate_state_is_dropped(model, tmp_path):
     assert cli(tmp_path, "states", "--per-env", "2", "--concurrency", "1") == 0
     statuses = [s.status for s in read(tmp_path / "scen_states.jsonl")]
     assert sorted(statuses) == ["dropped", "state"]
-    dropped = [s for s in read(tmp_path / "scen_states.jsonl") if s.status == "dropped"][0]
+    dropped = next(s for s in read(tmp_path / "scen_states.jsonl") if s.status == "dropped")
     assert "near-duplicate" in dropped.validation.reasons[0]
 
 
@@ -115,8 +115,8 @@ def test_validate_repairs_a_failing_checker_with_feedback(model, scripted_env, t
     fixed = [a for a in s.validation.repairs if a["fixed"]]
     assert fixed[0]["target"] == "checker 3" and fixed[0]["strategy"] == "feedback"
     assert "returns False on the final state" in fixed[0]["error"]
-    repair_prompt = [r for r in requests_of(scripted_env, "checker")
-                     if "previous attempt failed" in r["messages"][-1]["content"]][0]
+    repair_prompt = next(r for r in requests_of(scripted_env, "checker")
+                         if "previous attempt failed" in r["messages"][-1]["content"])
     assert "JSON Patch" in repair_prompt["messages"][-1]["content"]
 
 

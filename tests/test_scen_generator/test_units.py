@@ -109,7 +109,7 @@ def test_reference_schema_enumerates_tools(sandbox):
     model = reference_model(tools)
     schema = model_schema(model)
     options = schema["properties"]["calls"]["items"]["anyOf"]
-    assert [o["properties"]["name"]["enum"] for o in options][0] == ["get_book"]
+    assert options[0]["properties"]["name"]["enum"] == ["get_book"]
     assert options[3]["properties"]["arguments"]["required"] == ["book_id", "member_id", "due_date"]
     assert model.model_validate({"calls": [REFERENCE[0].model_dump()]}).calls[0].name == "pay_fine"
     with pytest.raises(ValidationError):
