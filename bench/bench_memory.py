@@ -16,10 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from envscaler_core.progress import print_table  # noqa: E402
-from envscaler_core.testing import ScriptedServer  # noqa: E402
-from tests.test_resilience.memory import profile_rollout  # noqa: E402
-from tests.test_resilience.stages import rollout_policy  # noqa: E402
+from envscaler_core.progress import print_table
+from envscaler_core.testing import ScriptedServer
+from tests.test_resilience.memory import profile_rollout
+from tests.test_resilience.stages import rollout_policy
 
 
 def main() -> None:

@@ -16,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from envscaler_core.runtime import Sandbox  # noqa: E402
-from envscaler_core.testing.library import LIBRARY_SOURCE, library_state  # noqa: E402
+from envscaler_core.runtime import Sandbox
+from envscaler_core.testing.library import LIBRARY_SOURCE, library_state
 
 ENV = LIBRARY_SOURCE
 STATE = library_state(50)

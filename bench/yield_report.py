@@ -24,12 +24,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from envscaler_core.artifacts import EnvSpec, Scenario, Trajectory  # noqa: E402
-from envscaler_core.rollout.metrics import success_counts  # noqa: E402
-from envscaler_core.rollout.solvability import scenario_pass_rate  # noqa: E402
-from envscaler_core.progress import format_table  # noqa: E402
-from envscaler_core.store import JsonlStore, read_json  # noqa: E402
-from yield_skel import method_outcomes, method_stats  # noqa: E402
+from envscaler_core.artifacts import EnvSpec, Scenario, Trajectory
+from envscaler_core.rollout.metrics import success_counts
+from envscaler_core.rollout.solvability import scenario_pass_rate
+from envscaler_core.progress import format_table
+from envscaler_core.store import JsonlStore, read_json
+from yield_skel import method_outcomes, method_stats
 
 
 def _read(path: Path, model):

@@ -23,9 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from envscaler_core.progress import format_table  # noqa: E402
-from envscaler_core.store import read_json  # noqa: E402
-from scen_generator.__main__ import main as scen_main  # noqa: E402
+from envscaler_core.progress import format_table
+from envscaler_core.store import read_json
+from scen_generator.__main__ import main as scen_main
 
 
 def one_run(envs: Path, out: Path, per_env: int, mode: str, strategy: str, cache: Path, extra: list[str]) -> dict:

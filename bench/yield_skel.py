@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from envscaler_core.artifacts import EnvSpec  # noqa: E402
-from envscaler_core.progress import format_table  # noqa: E402
-from envscaler_core.store import JsonlStore, read_json  # noqa: E402
-from skel_builder.__main__ import main as skel_main  # noqa: E402
+from envscaler_core.artifacts import EnvSpec
+from envscaler_core.progress import format_table
+from envscaler_core.store import JsonlStore, read_json
+from skel_builder.__main__ import main as skel_main
 
 SMALL = ["rounds=12", "max_operations=6", "max_entities=3", "method_samples=3", "repair_rounds=1"]
 

@@ -30,9 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _require_training_stack() -> None:
     try:
-        import gguf  # noqa: F401
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
+        # imported only to learn whether the training venv is the one running
+        import gguf  # noqa: F401 - see above
+        import torch  # noqa: F401 - see above
+        import transformers  # noqa: F401 - see above
     except ImportError as exc:
         raise UserError(f"{exc.name} is missing: run `make setup-train` and use "
                         ".venv-train/bin/python") from None

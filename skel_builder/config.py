@@ -17,9 +17,8 @@ class SkelBuilderConfig(StageConfig):
     judge: bool = True  # False: take every task as stateful (curated files such as the seed tasks)
     languages_ascii_only: bool = True
     drop_multimodal: bool = True
-    # pydantic copies a field's default for each instance: the list is not shared
-    drop_keywords: list[str] = ["Role definition:", "USD", "ETH", "Bitcoin", "Ethereum", "@",  # noqa: RUF012
-                                ".com", "http:", "https:"]
+    drop_keywords: list[str] = [  # noqa: RUF012 - pydantic copies a field's default for each instance
+        "Role definition:", "USD", "ETH", "Bitcoin", "Ethereum", "@", ".com", "http:", "https:"]
     min_task_chars: int = 15
     min_usefulness: int = 7
     min_modelability: int = 7
