@@ -29,7 +29,7 @@ def _configure_logging(verbose: bool) -> None:
 
 def run_cli(
     prog: str,
-    description: str,
+    description: str | None,
     commands: Mapping[str, tuple[str, str]],
     argv: Sequence[str] | None = None,
 ) -> int:

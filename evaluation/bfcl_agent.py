@@ -113,7 +113,7 @@ async def run_trial(client: LLMClient, settings: RolloutSettings, task: BfclTask
     decoded_turns: list[list[list[str]]] = []
     raw_turns: list[list[Any]] = []
     steps: list[int] = []
-    base = dict(id=trial_id(task.id, trial), benchmark="bfcl", category=task.category,
+    base: dict[str, Any] = dict(id=trial_id(task.id, trial), benchmark="bfcl", category=task.category,
                 task_id=task.id, trial=trial)
     try:
         for index, turn in enumerate(task.turns):

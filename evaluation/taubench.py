@@ -85,7 +85,7 @@ def import_v1(path: Path, domain: str) -> list[TrialRecord]:
         task = f"{domain}_{row['task_id']}"
         info = row.get("info") or {}
         trial = int(row.get("trial", 0))
-        base = dict(id=trial_id(task, trial), benchmark="taubench", category=domain,
+        base: dict[str, Any] = dict(id=trial_id(task, trial), benchmark="taubench", category=domain,
                     task_id=task, trial=trial)
         if "error" in info:
             trials.append(TrialRecord(**base, status="error", error=str(info["error"])[:500],
@@ -114,7 +114,7 @@ def import_v2(path: Path, domain: str) -> list[TrialRecord]:
         task = f"{domain}_{sim['task_id']}"
         trial = int(sim.get("trial") or 0)
         reason = str(sim.get("termination_reason") or "")
-        base = dict(id=trial_id(task, trial), benchmark="taubench", category=domain,
+        base: dict[str, Any] = dict(id=trial_id(task, trial), benchmark="taubench", category=domain,
                     task_id=task, trial=trial)
         reward_info = sim.get("reward_info") or {}
         if reason in TAU2_INFRA or not reward_info:

@@ -179,7 +179,7 @@ def diff_checks(initial: dict, final: dict, *, volatile: dict[str, dict[str, set
         if "*" in marks:
             continue
         if _is_table(before) and _is_table(after):
-            checks.extend(_record_checks(name, before or {}, after, marks, hint))
+            checks.extend(_record_checks(name, before or {}, after or {}, marks, hint))
         elif after is not None and (before is None or not isinstance(after, dict)) and len(repr(after)) <= 400:
             now = f" (now {_describe(before)})" if before is not None and len(repr(before)) <= 200 else ""
             checks.append(DiffCheck(f"Has {name} become {_describe(after)}?", _value_checker(name, after),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from envscaler_core.artifacts import EnvSpec, ToolCall
 from envscaler_core.llm.client import LLMClient, StructuredOutputError
@@ -109,7 +109,8 @@ async def generate_plan(client: LLMClient, sandbox: Sandbox, env: EnvSpec, state
         except StructuredOutputError as exc:
             problems.append(f"attempt {attempt + 1}: {str(exc)[:300]}")
             continue
-        calls = [ToolCall(name=c.name, arguments=c.arguments) for c in answer.calls][:cfg.plan_max_calls]
+        plan: Any = answer  # a model built from the tools at run time
+        calls = [ToolCall(name=c.name, arguments=c.arguments) for c in plan.calls][:cfg.plan_max_calls]
         replay = await sandbox.areplay(env, state, calls)
         kept = [calls[i] for i in successful_steps(replay)]
         undone = bool(kept) and state_hash(replay.final_state) == state_hash(replay.initial_state)
@@ -186,7 +187,7 @@ _ONLY_CHECKS = re.compile(r"^\W*(?:(?:please|can you|could you|kindly)\W+)?"
 
 
 def _task_problems(task: str, checks: list[DiffCheck], min_words: int,
-                   lookups: list[Lookup] = ()) -> tuple[list[str], list[str]]:
+                   lookups: Sequence[Lookup] = ()) -> tuple[list[str], list[str]]:
     """(problems, what to do about each) for a drafted request (``checks`` with ids hidden)."""
     problems, fixes = [], []
     if p := task_problem(task, min_words):
@@ -218,7 +219,7 @@ def _lookup_note(lookups: list[Lookup]) -> str:
 
 
 async def generate_planned_task(client: LLMClient, env: EnvSpec, state: dict, checks: list[DiffCheck],
-                                cfg: ScenGeneratorConfig, label: str, lookups: list[Lookup] = ()
+                                cfg: ScenGeneratorConfig, label: str, lookups: Sequence[Lookup] = ()
                                 ) -> tuple[Optional[str], list[str]]:
     """The user's request for the planned change; it must name every value the checkers need,
     except the ids of ``lookups``, which it must describe instead (and never give)."""

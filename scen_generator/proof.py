@@ -104,6 +104,7 @@ def _check_initial(proof: Proof, checks: list[CheckOutcome], bound: float) -> No
 
 def _run_mutants(scorer: Scorer, env: EnvSpec, scenario: Scenario, proof: Proof,
                  limit: int, args_must_fail: bool) -> None:
+    assert proof.replay is not None, "mutants follow the reference replay"
     reference_hash = state_hash(proof.replay.final_state)
     for mutant in make_mutants(scenario.reference_solution, proof.replay.changing_steps,
                                scenario.init_config, limit):

@@ -14,6 +14,7 @@ from typing import Optional
 
 from envscaler_core.artifacts import EnvSpec, Scenario
 
+from envscaler_core.llm import LLMClient
 from envscaler_core.runtime import Sandbox, purity_problems
 from scen_generator.checkers import generate_checker
 from scen_generator.config import ScenGeneratorConfig
@@ -27,7 +28,7 @@ _FRESH_TEMPERATURE = 0.8
 class Validator:
     """Proves one scenario at a time, repairing it within the configured budget."""
 
-    client: object
+    client: LLMClient
     sandbox: Sandbox
     cfg: ScenGeneratorConfig
     label: str
@@ -172,7 +173,7 @@ def reference_feedback(scenario: Scenario, proof: Proof) -> str:
     """The replay errors and the checklist items the reference did not satisfy."""
     lines = [f"- {f.line()}" for f in proof.failures if f.kind == "reference_error"]
     for f in proof.failures:
-        if f.kind == "checker_false":
+        if f.kind == "checker_false" and f.index is not None:
             lines.append(f"- not achieved: {scenario.checklist_with_func[f.index].check_item}")
     calls = json.dumps([c.model_dump() for c in scenario.reference_solution])[:1500]
     return f"Your calls: {calls}\nProblems:\n" + "\n".join(lines[:12])

@@ -50,7 +50,7 @@ def collect_counts(out: Path, meter: UsageMeter | None = None) -> dict[str, Any]
             final = records
     proven = [s for s in final if s.status == "proven"]
     counts["proven"] = len(proven)
-    counts["proven_after_repair"] = sum(any(a.get("fixed") for a in s.validation.repairs) for s in proven)
+    counts["proven_after_repair"] = sum(any(a.get("fixed") for a in s.validation.repairs) for s in proven if s.validation)
     counts["drop_reasons"] = dict(reasons.most_common())
     counts["repairs"] = repair_stats(final)
     if meter is not None:

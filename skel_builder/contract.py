@@ -98,7 +98,7 @@ def _source_containers(value: ast.AST) -> set[str]:
     return found
 
 
-def _targets(node: ast.AST) -> Iterable[ast.AST]:
+def _targets(node: ast.AST) -> Iterable[ast.expr]:
     if isinstance(node, ast.Assign):
         return node.targets
     if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
@@ -113,7 +113,7 @@ def direct_writes(func: ast.FunctionDef) -> tuple[set[str], set[str]]:
     aliases: dict[str, set[str]] = {}
     writes, calls = set(), set()
     for node in ast.walk(func):
-        bound: list[ast.AST] = []
+        bound: list[ast.expr] = []
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             bound, source = list(_targets(node)), _source_containers(node.value)
         elif isinstance(node, (ast.For, ast.comprehension)):
@@ -200,7 +200,7 @@ def ensure_docstring(code: str, name: str) -> tuple[str, bool]:
     first = func.body[0]
     indent = " " * first.col_offset
     new_doc = [indent + '"""' + lines[0]] + [(indent + line) if line else "" for line in lines[1:]] + [indent + '"""']
-    has_doc = isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant) \
+    has_doc = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
         and isinstance(first.value.value, str)
     start = first.lineno - 1
     end = first.end_lineno if has_doc else start

@@ -7,6 +7,7 @@ logic.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from skel_builder.answers import EntityAnswer, StateAnswer, snake
 from skel_builder.skeleton import PY_TYPES, container_of
@@ -18,7 +19,7 @@ _FILTER_HINTS = ("status", "state", "type", "category")
 @dataclass
 class RoutineMethod:
     name: str
-    kind: str  # "query" | "state_change"
+    kind: Literal["query", "state_change"]
     description: str
     code: str
 

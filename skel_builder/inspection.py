@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Literal, Optional
 
 from envscaler_core.artifacts import InspectionReport, ToolVerdict
 from envscaler_core.llm import LLMClient, StructuredOutputError
@@ -23,13 +23,15 @@ from skel_builder.probe import CallRunner, ProbeResult
 Emit = Callable[[str, Any], None]
 
 
-def pick_tool(tools: list[str], counts: dict[str, dict[str, int]], cap: int) -> Optional[tuple[str, str]]:
+CaseType = Literal["positive", "negative"]
+
+def pick_tool(tools: list[str], counts: dict[str, dict[str, int]], cap: int) -> Optional[tuple[str, CaseType]]:
     """Least-tested tool under the cap, and its under-represented case type."""
     open_tools = [t for t in tools if counts[t]["total"] < cap]
     if not open_tools:
         return None
     tool = min(open_tools, key=lambda t: (counts[t]["total"], tools.index(t)))
-    case = "positive" if counts[tool]["positive"] <= counts[tool]["negative"] else "negative"
+    case: CaseType = "positive" if counts[tool]["positive"] <= counts[tool]["negative"] else "negative"
     return tool, case
 
 

@@ -79,7 +79,7 @@ async def produce_method(client: LLMClient, pool: Sandbox, cfg: SkelBuilderConfi
         if code is not None:
             code, patched = ensure_docstring(code, name)
             problems = contract_problems(code, name)
-        if not problems:
+        if not problems and code is not None:
             module = assemble(ctx.skeleton, [*accepted.values(), code])
             problems = await asyncio.to_thread(
                 gate_method, pool, module, ctx.class_name, ctx.schema, ctx.op_types,

@@ -87,7 +87,7 @@ def _embeddings(ctx: StageContext, records: list[EnvDescription]):
         return None
     texts = [f"**{d.environment_summary}**: {d.environment_introduction}" for d in records]
     try:
-        return embed(llm.base_url, llm.api_key or "", cfg.embedding_model, texts)
+        return embed(llm.base_url or "", llm.api_key or "", cfg.embedding_model, texts)
     except Exception as exc:  # noqa: BLE001 - any endpoint trouble: fall back to TF-IDF
         log.warning("embeddings failed (%s); using the local TF-IDF fallback", exc)
         return None

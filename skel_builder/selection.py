@@ -78,13 +78,14 @@ def _drop_near_duplicates(pool, vecs, threshold):
 def _cluster(pool, vecs, k):
     from sklearn.cluster import KMeans
 
-    labels = KMeans(n_clusters=k, random_state=42, n_init="auto").fit(vecs)
+    kmeans = KMeans(n_clusters=k, random_state=42, n_init="auto")
+    labels = kmeans.fit_predict(vecs)
     chosen = []
     for c in range(k):
-        members = [i for i, label in enumerate(labels.labels_) if label == c]
+        members = [i for i, label in enumerate(labels) if label == c]
         if not members:
             continue
-        centre = labels.cluster_centers_[c]
+        centre = kmeans.cluster_centers_[c]
         chosen.append(min(members, key=lambda i: float(np.linalg.norm(vecs[i] - centre))))
     for i, d in enumerate(pool):
         if i not in chosen:

@@ -21,8 +21,8 @@ def test_state_model(state: StateAnswer) -> type[BaseModel]:
     """``TestState``: one ``dict[str, <Entity>Record]`` field per container."""
     fields: dict[str, Any] = {}
     for entity in state.entities:
-        record = create_model(f"{entity.name}Record",
-                              **{a.name: (_PY[a.type], ...) for a in entity.attributes})
+        attributes: dict[str, Any] = {a.name: (_PY[a.type], ...) for a in entity.attributes}
+        record = create_model(f"{entity.name}Record", **attributes)
         fields[container_of(entity)] = (dict[str, record], Field(..., min_length=1, max_length=5))
     return create_model("TestState", **fields)
 

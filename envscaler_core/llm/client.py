@@ -150,17 +150,17 @@ class LLMClient:
         seed = self.config.sampling_seed
         if seed is not None:  # derived before the cache key: another base seed is another answer
             request["seed"] = request_seed(seed, request, cache_salt)
-        cache_on = self.cache is not None and (use_cache is not False)
-        key = cache_key({"model": self._identity, "request": request, "salt": cache_salt}) if cache_on else ""
-        if cache_on and (hit := self.cache.get(key)) is not None:
+        cache = self.cache if use_cache is not False else None
+        key = cache_key({"model": self._identity, "request": request, "salt": cache_salt}) if cache is not None else ""
+        if cache is not None and (hit := cache.get(key)) is not None:
             result = ChatResult.model_validate(hit)
             result.cached = True
             self.meter.record(label, Usage(cache_hits=1))
             return result
         result = await self._call_with_retries(base_url, request, tools, label, stream)
         _name_calls(result, cache_key({"request": request, "salt": cache_salt}))
-        if cache_on:
-            self.cache.put(key, result.model_dump(exclude={"cached"}))
+        if cache is not None:
+            cache.put(key, result.model_dump(exclude={"cached"}))
         return result
 
     async def structured(self, messages: list[dict[str, Any]], model: type[T], *,

@@ -70,6 +70,8 @@ def _package_file(module_name: str, filename: Optional[str] = None) -> Path:
     except ImportError:
         raise ModelUnavailable(f"package for module {module_name!r} is not installed") from None
     if filename:
+        if module.__file__ is None:
+            raise ModelUnavailable(f"module {module_name!r} is not a file on disk")
         return Path(module.__file__).parent / filename
     return Path(module.get_part_path())
 

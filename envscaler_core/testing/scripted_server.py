@@ -159,7 +159,7 @@ class ScriptedServer:
 
 def scripted_config(server: ScriptedServer, **overrides: Any) -> LLMConfig:
     """An :class:`LLMConfig` pointing at ``server`` with test-friendly retry timings."""
-    values = dict(base_url=server.base_url, api_key="sk-test", model="scripted",
+    values: dict[str, Any] = dict(base_url=server.base_url, api_key="sk-test", model="scripted",
                   timeout_s=2.0, max_retries=4, backoff_base_s=0.01, backoff_max_s=0.05,
                   cache=False)
     values.update(overrides)

@@ -7,7 +7,7 @@ and a live ``text``-mode episode show a model the very same bytes.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from envscaler_core.prompts import render_prompt
 
@@ -36,7 +36,7 @@ def render_tools(tools: Iterable[Mapping[str, Any]]) -> str:
     return render_prompt(PACKAGE, "tools.md", tools=lines).rstrip("\n")
 
 
-def with_tools(system: str, tools: list[Mapping[str, Any]]) -> str:
+def with_tools(system: str, tools: Sequence[Mapping[str, Any]]) -> str:
     """The system text for ``system`` plus ``tools`` (the block alone when ``system`` is empty)."""
     if not tools:
         return system
@@ -44,7 +44,7 @@ def with_tools(system: str, tools: list[Mapping[str, Any]]) -> str:
     return f"{system}\n\n{block}" if system else block
 
 
-def without_tools(system: str, tools: list[Mapping[str, Any]]) -> str:
+def without_tools(system: str, tools: Sequence[Mapping[str, Any]]) -> str:
     """``system`` with a trailing tools block for ``tools`` removed (the inverse of :func:`with_tools`)."""
     if not tools:
         return system

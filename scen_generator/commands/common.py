@@ -41,7 +41,7 @@ def read_envs(path: Path) -> dict[str, EnvSpec]:
     return accepted
 
 
-def execute(args: argparse.Namespace, body: Callable[[Steps], Awaitable[None]], **explicit) -> int:
+def execute(args: argparse.Namespace, body: Callable[[Steps], Awaitable[object]], **explicit) -> int:
     """Builds config, context and sandbox, runs ``body``, prints the summary, updates the manifest."""
     cfg = config_from_args(ScenGeneratorConfig, SECTION, args, **explicit)
     envs = read_envs(args.envs)
