@@ -12,6 +12,7 @@ process under it with all N sessions reset and idle, minus the same with none, o
 
 Run from the main venv it re-runs itself under ``.venv-openenv`` (``make setup-openenv``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,7 +20,6 @@ import asyncio
 import json
 import os
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -88,8 +88,9 @@ class Tally:
     peak_held: int = 0
 
 
-async def session(url: str, index: int, args: argparse.Namespace, tally: Tally, all_reset: asyncio.Event,
-                  resets_left: list[int]) -> None:
+async def session(
+    url: str, index: int, args: argparse.Namespace, tally: Tally, all_reset: asyncio.Event, resets_left: list[int]
+) -> None:
     from openenv import GenericEnvClient
 
     scenario, read = ("library-checkout", {"book_id": "B1"}) if index % 2 else ("library-return", {"book_id": "B2"})
@@ -151,16 +152,24 @@ async def drive(url: str, args: argparse.Namespace, server_pid: int) -> dict:
     wall_s = time.perf_counter() - started
     held = max(1, tally.peak_held)
     return {
-        "sessions": args.sessions, "held_at_once": tally.peak_held, "ok_sessions": tally.ok_sessions,
-        "success_rate": round(tally.ok_sessions / args.sessions, 4), "requests": tally.requests,
-        "wall_s": round(wall_s, 1), "requests_per_s": round(tally.requests / wall_s, 1),
+        "sessions": args.sessions,
+        "held_at_once": tally.peak_held,
+        "ok_sessions": tally.ok_sessions,
+        "success_rate": round(tally.ok_sessions / args.sessions, 4),
+        "requests": tally.requests,
+        "wall_s": round(wall_s, 1),
+        "requests_per_s": round(tally.requests / wall_s, 1),
         "all_reset_s": round(opened_s, 1),
-        "reset_p50_s": _pct(tally.reset_s, 50), "reset_p99_s": _pct(tally.reset_s, 99),
-        "call_p50_s": _pct(tally.call_s, 50), "call_p99_s": _pct(tally.call_s, 99),
-        "server_pss_idle0_mb": round(base_mb, 1), "server_pss_all_idle_mb": round(idle_mb, 1),
+        "reset_p50_s": _pct(tally.reset_s, 50),
+        "reset_p99_s": _pct(tally.reset_s, 99),
+        "call_p50_s": _pct(tally.call_s, 50),
+        "call_p99_s": _pct(tally.call_s, 99),
+        "server_pss_idle0_mb": round(base_mb, 1),
+        "server_pss_all_idle_mb": round(idle_mb, 1),
         "processes": [base_procs, idle_procs],
         "mb_per_idle_session": round((idle_mb - base_mb) / held, 2),
-        "errors": sorted(set(tally.errors))[:10], "error_count": len(tally.errors),
+        "errors": sorted(set(tally.errors))[:10],
+        "error_count": len(tally.errors),
     }
 
 
@@ -176,9 +185,23 @@ def start_server(args: argparse.Namespace, log_path: Path) -> tuple[subprocess.P
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    cmd = [sys.executable, "-m", "interact_with_env", "serve-openenv", "--envs", str(args.envs),
-           "--scenarios", str(args.scenarios), "--port", str(port), "--max-sessions", str(args.sessions + 8),
-           "--call-timeout-s", "30", *args.server_arg]
+    cmd = [
+        sys.executable,
+        "-m",
+        "interact_with_env",
+        "serve-openenv",
+        "--envs",
+        str(args.envs),
+        "--scenarios",
+        str(args.scenarios),
+        "--port",
+        str(port),
+        "--max-sessions",
+        str(args.sessions + 8),
+        "--call-timeout-s",
+        "30",
+        *args.server_arg,
+    ]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log_path.open("w"), stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     import httpx
@@ -234,11 +257,30 @@ def main() -> None:
     print(text)
     if args.json:
         args.json.write_text(text + "\n")
-    rows = [(figures["sessions"], figures["held_at_once"], f"{figures['success_rate']:.1%}",
-             figures["requests_per_s"], figures["reset_p50_s"], figures["reset_p99_s"], figures["call_p50_s"],
-             figures["call_p99_s"], figures["mb_per_idle_session"])]
-    header = ["sessions", "held", "success", "req/s", "reset p50 s", "reset p99 s", "call p50 s", "call p99 s",
-              "MiB/idle session"]
+    rows = [
+        (
+            figures["sessions"],
+            figures["held_at_once"],
+            f"{figures['success_rate']:.1%}",
+            figures["requests_per_s"],
+            figures["reset_p50_s"],
+            figures["reset_p99_s"],
+            figures["call_p50_s"],
+            figures["call_p99_s"],
+            figures["mb_per_idle_session"],
+        )
+    ]
+    header = [
+        "sessions",
+        "held",
+        "success",
+        "req/s",
+        "reset p50 s",
+        "reset p99 s",
+        "call p50 s",
+        "call p99 s",
+        "MiB/idle session",
+    ]
     print(" | ".join(header))
     for row in rows:
         print(" | ".join(str(x) for x in row))

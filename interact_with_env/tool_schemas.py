@@ -3,6 +3,7 @@
 ``serve-mcp`` (the ``mcp`` SDK) and ``serve-openenv`` (OpenEnv's ``Tool``) list the same tools
 with the same JSON schemas as ``interact_with_env tools`` prints: one conversion, here.
 """
+
 from __future__ import annotations
 
 from typing import Any, NamedTuple

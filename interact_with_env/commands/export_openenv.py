@@ -4,6 +4,7 @@
 deploys it. Scenarios whose reference solution does not score 1.0, or whose do-nothing episode
 scores above the floor the manifest allows, are left out (and listed).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,9 +31,17 @@ def run(args: argparse.Namespace) -> int:
     envs = read_envs(args.envs)
     scenarios = read_scenarios(args.scenarios, envs, args.scenario_ids)
     name = args.name or f"envscaler-{scenarios[0].env_id}".replace("_", "-")[:96]
-    checks = export_folder(envs, scenarios, args.out, ExportSettings(
-        name=name, mode=args.mode, max_steps=args.max_steps, max_sessions=args.max_sessions, wheel=args.wheel))
-    print_table(f"export-openenv: {args.out}", [(c.scenario_id, c.env_id, c.oracle, c.floor, "yes" if c.fit else "no")
-                                                for c in checks],
-                ["scenario", "env", "oracle", "floor", "bundled"])
+    checks = export_folder(
+        envs,
+        scenarios,
+        args.out,
+        ExportSettings(
+            name=name, mode=args.mode, max_steps=args.max_steps, max_sessions=args.max_sessions, wheel=args.wheel
+        ),
+    )
+    print_table(
+        f"export-openenv: {args.out}",
+        [(c.scenario_id, c.env_id, c.oracle, c.floor, "yes" if c.fit else "no") for c in checks],
+        ["scenario", "env", "oracle", "floor", "bundled"],
+    )
     return 0

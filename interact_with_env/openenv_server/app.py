@@ -5,13 +5,14 @@ Everything on the wire (``/ws`` sessions, ``/mcp`` JSON-RPC, ``/reset``, ``/step
 OpenEnv's; this module adds ``GET /envscaler/metrics`` (the episode counters) and, with a token,
 the bearer-token guard in front of all of it.
 """
+
 from __future__ import annotations
 
 import functools
 import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from envscaler_core.cli import UserError
 from envscaler_core.llm import LLMClient
@@ -39,8 +40,8 @@ class ServerOptions:
     """
 
     max_sessions: int = 64
-    idle_timeout_s: Optional[float] = DEFAULT_IDLE_TIMEOUT_S
-    token: Optional[str] = None
+    idle_timeout_s: float | None = DEFAULT_IDLE_TIMEOUT_S
+    token: str | None = None
     call_timeout_s: float = 5.0
     env_templates: bool = True
 
@@ -62,9 +63,15 @@ def open_sandbox(options: ServerOptions) -> Sandbox:
     return Sandbox(options.max_sessions, checkers=max(2, min(32, options.max_sessions // 8)), limits=limits)
 
 
-def service_from_files(envs: Path, scenarios: Path, sandbox: Sandbox, settings: RolloutSettings,
-                       user_client: Optional[LLMClient] = None, scenario_ids: Optional[list[str]] = None,
-                       base_seed: int = 0) -> EpisodeService:
+def service_from_files(
+    envs: Path,
+    scenarios: Path,
+    sandbox: Sandbox,
+    settings: RolloutSettings,
+    user_client: LLMClient | None = None,
+    scenario_ids: list[str] | None = None,
+    base_seed: int = 0,
+) -> EpisodeService:
     """The episode service over an env file and a scenario file (one-line ``UserError`` for bad input)."""
     env_specs = read_envs(envs)
     chosen = read_scenarios(scenarios, env_specs, scenario_ids)
@@ -74,19 +81,26 @@ def service_from_files(envs: Path, scenarios: Path, sandbox: Sandbox, settings: 
 def build_app(service: EpisodeService, options: ServerOptions) -> Any:
     """The FastAPI app (OpenEnv's) serving ``service``'s scenarios."""
     require_openenv()
-    from openenv.core.env_server.http_server import create_app
-    from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation
-    from openenv.core.env_server.types import ConcurrencyConfig
+    from openenv.core.env_server.http_server import create_app  # pyright: ignore[reportMissingImports]
+    from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation  # pyright: ignore[reportMissingImports]
+    from openenv.core.env_server.types import ConcurrencyConfig  # pyright: ignore[reportMissingImports]
 
     from interact_with_env.openenv_server.auth import BearerTokenMiddleware
     from interact_with_env.openenv_server.environment import EnvScalerEnvironment, EpisodeObservation, EpisodeState
 
     if options.max_sessions < 1:
         raise UserError("--max-sessions must be at least 1")
-    app = create_app(functools.partial(EnvScalerEnvironment, service), CallToolAction, CallToolObservation,
-                     env_name="envscaler", state_cls=EpisodeState, reset_observation_cls=EpisodeObservation,
-                     concurrency_config=ConcurrencyConfig(max_concurrent_envs=options.max_sessions,
-                                                          session_timeout=options.idle_timeout_s))
+    app = create_app(
+        functools.partial(EnvScalerEnvironment, service),
+        CallToolAction,
+        CallToolObservation,
+        env_name="envscaler",
+        state_cls=EpisodeState,
+        reset_observation_cls=EpisodeObservation,
+        concurrency_config=ConcurrencyConfig(
+            max_concurrent_envs=options.max_sessions, session_timeout=options.idle_timeout_s
+        ),
+    )
 
     @app.get("/envscaler/metrics", tags=["Health"])
     async def metrics() -> dict[str, Any]:
@@ -95,7 +109,7 @@ def build_app(service: EpisodeService, options: ServerOptions) -> Any:
         counters["refused_requests"] = guard.refused if guard is not None else 0
         return counters
 
-    guard: Optional[BearerTokenMiddleware] = None
+    guard: BearerTokenMiddleware | None = None
     if options.token:
         app.add_middleware(BearerTokenMiddleware, token=options.token)
         # Starlette builds the middleware stack lazily: the guard instance is found on first use.

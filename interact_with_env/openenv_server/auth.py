@@ -5,12 +5,14 @@ A pure ASGI middleware (Starlette's HTTP middleware does not see WebSockets): a 
 (WebSocket, which the server answers with 403), and one warning line in the log naming the
 path, the client address and the reason. The token is compared in constant time.
 """
+
 from __future__ import annotations
 
 import hmac
 import json
 import logging
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 log = logging.getLogger("interact_with_env.openenv_server.auth")
 
@@ -41,14 +43,28 @@ class BearerTokenMiddleware:
             return await self.app(scope, receive, send)
         self.refused += 1
         client = scope.get("client") or ("?", 0)
-        log.warning("refused %s %s from %s:%s: %s", scope["type"], scope.get("path", ""), client[0], client[1],
-                    "no bearer token" if given is None else "wrong bearer token")
+        log.warning(
+            "refused %s %s from %s:%s: %s",
+            scope["type"],
+            scope.get("path", ""),
+            client[0],
+            client[1],
+            "no bearer token" if given is None else "wrong bearer token",
+        )
         if scope["type"] == "websocket":
             await receive()  # websocket.connect
             await send({"type": "websocket.close", "code": 1008, "reason": "bearer token required"})
             return
         body = json.dumps({"detail": "bearer token required"}).encode()
-        await send({"type": "http.response.start", "status": 401,
-                    "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer"),
-                                (b"content-length", str(len(body)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"www-authenticate", b"Bearer"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})

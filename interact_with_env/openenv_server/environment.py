@@ -11,15 +11,23 @@ environment's tools (see :mod:`.service`). Until the episode ends every observat
 0.0 (OpenEnv's validator wants a number) and its metadata names the step only: the reward, the
 checks and any state hash appear once, in the observation that ends the episode.
 """
+
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Optional
+from typing import Any
 
-from openenv.core.env_server.interfaces import Environment
-from openenv.core.env_server.mcp_types import (CallToolAction, CallToolObservation, ListToolsAction,
-                                               ListToolsObservation, Tool, ToolError, ToolErrorType)
-from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
+from openenv.core.env_server.interfaces import Environment  # pyright: ignore[reportMissingImports]
+from openenv.core.env_server.mcp_types import (  # pyright: ignore[reportMissingImports]
+    CallToolAction,
+    CallToolObservation,
+    ListToolsAction,
+    ListToolsObservation,
+    Tool,
+    ToolError,
+    ToolErrorType,
+)
+from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State  # pyright: ignore[reportMissingImports]
 from pydantic import Field
 
 from interact_with_env.openenv_server.service import EpisodeService, ServedEpisode, ServiceError, StepView
@@ -43,16 +51,16 @@ class EpisodeObservation(Observation):
     env_introduction: str = Field(default="", description="The environment's description and rules")
     mode: str = Field(default="task", description="task: answer with `done`; user: talk with `send_message`")
     max_steps: int = Field(default=0, description="Agent actions before the episode ends by itself")
-    error: Optional[dict[str, str]] = Field(default=None, description="Why no episode started (error_type, message)")
+    error: dict[str, str] | None = Field(default=None, description="Why no episode started (error_type, message)")
 
 
 class EpisodeState(State):
     """``/state`` and the WebSocket ``state`` message: the episode's identity and progress, no env state."""
 
-    scenario_id: Optional[str] = None
-    env_id: Optional[str] = None
+    scenario_id: str | None = None
+    env_id: str | None = None
     done: bool = False
-    termination: Optional[str] = None
+    termination: str | None = None
 
 
 class EnvScalerEnvironment(Environment):
@@ -66,17 +74,18 @@ class EnvScalerEnvironment(Environment):
     def __init__(self, service: EpisodeService) -> None:
         super().__init__()
         self.service = service
-        self._served: Optional[ServedEpisode] = None
-        self._episode_id: Optional[str] = None
+        self._served: ServedEpisode | None = None
+        self._episode_id: str | None = None
         self._step_count = 0
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # ------------------------------------------------------------------ reset
-    def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None, **kwargs: Any) -> Observation:
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> Observation:
         raise RuntimeError("EnvScalerEnvironment is asynchronous: OpenEnv's server calls reset_async")
 
-    async def reset_async(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
-                          scenario_id: Optional[str] = None, **kwargs: Any) -> EpisodeObservation:
+    async def reset_async(
+        self, seed: int | None = None, episode_id: str | None = None, scenario_id: str | None = None, **kwargs: Any
+    ) -> EpisodeObservation:
         self._loop = asyncio.get_running_loop()
         if self._served is not None:
             served, self._served = self._served, None
@@ -91,65 +100,94 @@ class EnvScalerEnvironment(Environment):
         if self._episode_id is None:
             self._episode_id = served.task.id
         observation = EpisodeObservation(
-            scenario_id=served.task.scenario_id, env_id=served.task.env_id, request=self.service.first_message(served),
+            scenario_id=served.task.scenario_id,
+            env_id=served.task.env_id,
+            request=self.service.first_message(served),
             env_introduction=served.task.env_introduction or env.environment_introduction,
-            mode=self.service.settings.mode, max_steps=self.service.settings.max_steps, done=False, reward=None)
+            mode=self.service.settings.mode,
+            max_steps=self.service.settings.max_steps,
+            done=False,
+            reward=None,
+        )
         if served.episode.done:  # the simulated user stopped before the first agent turn
             view = await self.service.end(served, StepView("reset", ""))
             observation.done, observation.reward, observation.metadata = True, view.reward, view.details
         return observation
 
     # ------------------------------------------------------------------ step
-    def step(self, action: Action, timeout_s: Optional[float] = None, **kwargs: Any) -> Observation:
+    def step(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> Observation:
         raise RuntimeError("EnvScalerEnvironment is asynchronous: OpenEnv's server calls step_async")
 
-    async def step_async(self, action: Action, timeout_s: Optional[float] = None, **kwargs: Any) -> Observation:
+    async def step_async(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> Observation:
         self._step_count += 1
         if isinstance(action, ListToolsAction):
-            tools = await asyncio.to_thread(self.service.tools, self._served) if self._served is None \
+            tools = (
+                await asyncio.to_thread(self.service.tools, self._served)
+                if self._served is None
                 else self.service.tools(self._served)
-            return ListToolsObservation(tools=[Tool(**tool_fields(t)._asdict()) for t in tools], reward=0.0,
-                                        metadata={"step": self._step_count})
+            )
+            return ListToolsObservation(
+                tools=[Tool(**tool_fields(t)._asdict()) for t in tools], reward=0.0, metadata={"step": self._step_count}
+            )
         if not isinstance(action, CallToolAction):
-            return _error_observation(getattr(action, "tool_name", type(action).__name__), ToolErrorType.INVALID_ARGS,
-                                      f"unsupported action {type(action).__name__}: send call_tool or list_tools")
+            return _error_observation(
+                getattr(action, "tool_name", type(action).__name__),
+                ToolErrorType.INVALID_ARGS,
+                f"unsupported action {type(action).__name__}: send call_tool or list_tools",
+            )
         if self._served is None:
             return _error_observation(action.tool_name, ToolErrorType.EXECUTION_ERROR, "no episode: reset first")
         view = await self.service.act(self._served, action.tool_name, action.arguments)
         return self._observation(view)
 
     def _observation(self, view: StepView) -> CallToolObservation:
-        failed = bool(view.error_type) or (isinstance(view.observation, dict) and view.observation.get("success") is False)
-        result = {"content": [{"type": "text", "text": view.text}], "structured_content": view.observation,
-                  "is_error": failed}
+        failed = bool(view.error_type) or (
+            isinstance(view.observation, dict) and view.observation.get("success") is False
+        )
+        result = {
+            "content": [{"type": "text", "text": view.text}],
+            "structured_content": view.observation,
+            "is_error": failed,
+        }
         error = None
         if view.error_type:
             kind = _ERROR_KINDS.get(view.error_type, ToolErrorType.EXECUTION_ERROR)
             said = view.observation.get("error") if isinstance(view.observation, dict) else None
             error = ToolError(error_type=kind, message=f"{view.error_type}: {said or view.text}"[:2000])
         if view.done:
-            return CallToolObservation(tool_name=view.tool, result=result, error=error, done=True,
-                                       reward=view.reward, metadata=view.details)
-        return CallToolObservation(tool_name=view.tool, result=result, error=error, done=False, reward=0.0,
-                                   metadata={"step": self._step_count})
+            return CallToolObservation(
+                tool_name=view.tool, result=result, error=error, done=True, reward=view.reward, metadata=view.details
+            )
+        return CallToolObservation(
+            tool_name=view.tool, result=result, error=error, done=False, reward=0.0, metadata={"step": self._step_count}
+        )
 
     # ------------------------------------------------------------------ state, metadata, close
     @property
     def state(self) -> EpisodeState:
         served = self._served
         trajectory = served.trajectory if served is not None else None
-        return EpisodeState(episode_id=self._episode_id, step_count=self._step_count,
-                            scenario_id=served.task.scenario_id if served else None,
-                            env_id=served.task.env_id if served else None, done=bool(served and served.over),
-                            termination=trajectory.termination if trajectory is not None else None)
+        return EpisodeState(
+            episode_id=self._episode_id,
+            step_count=self._step_count,
+            scenario_id=served.task.scenario_id if served else None,
+            env_id=served.task.env_id if served else None,
+            done=bool(served and served.over),
+            termination=trajectory.termination if trajectory is not None else None,
+        )
 
     def get_metadata(self) -> EnvironmentMetadata:
         service = self.service
         return EnvironmentMetadata(
-            name="envscaler", version="1.0.0", author="EnvScaler",
-            description=(f"{len(service.envs)} synthesized tool environment(s), {len(service.scenarios)} scenario(s), "
-                         f"{service.settings.mode} mode; reset(scenario_id=...) starts one, CallToolAction(done) "
-                         "ends it with the checklist reward"))
+            name="envscaler",
+            version="1.0.0",
+            author="EnvScaler",
+            description=(
+                f"{len(service.envs)} synthesized tool environment(s), {len(service.scenarios)} scenario(s), "
+                f"{service.settings.mode} mode; reset(scenario_id=...) starts one, CallToolAction(done) "
+                "ends it with the checklist reward"
+            ),
+        )
 
     def close(self) -> None:
         served, self._served = self._served, None
@@ -158,5 +196,6 @@ class EnvScalerEnvironment(Environment):
 
 
 def _error_observation(tool: str, kind: ToolErrorType, message: str) -> CallToolObservation:
-    return CallToolObservation(tool_name=tool, result=None, error=ToolError(error_type=kind, message=message),
-                               reward=0.0, metadata={})
+    return CallToolObservation(
+        tool_name=tool, result=None, error=ToolError(error_type=kind, message=message), reward=0.0, metadata={}
+    )

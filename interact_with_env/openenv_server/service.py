@@ -7,6 +7,7 @@ as ``interact_with_env run`` plays a model's turns: a tool call is one agent tur
 simulated user answers. So the same calls from the same scenario get the same reward, and the
 reward, the checks and the state hashes exist only once the episode has ended.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -15,12 +16,22 @@ import json
 import logging
 import uuid
 from dataclasses import asdict, dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from envscaler_core.artifacts import EnvSpec, Scenario, Trajectory
 from envscaler_core.llm import LLMClient, LLMError
-from envscaler_core.rollout import (AgentAction, AgentCall, ChecklistReward, Episode, EpisodeTask, RolloutEngine,
-                                    RolloutSettings, ScenarioEnvs, ToolEnv, episode_tasks)
+from envscaler_core.rollout import (
+    AgentAction,
+    AgentCall,
+    ChecklistReward,
+    Episode,
+    EpisodeTask,
+    RolloutEngine,
+    RolloutSettings,
+    ScenarioEnvs,
+    ToolEnv,
+    episode_tasks,
+)
 from envscaler_core.runtime import EnvLoadError, Sandbox
 from envscaler_core.scoring import Scorer
 
@@ -28,13 +39,25 @@ log = logging.getLogger(__name__)
 
 DONE = "done"
 SAY = "send_message"
-DONE_TOOL = {"type": "function", "function": {
-    "name": DONE, "description": "End the episode. The reward is computed once, here, from the final state.",
-    "parameters": {"type": "object", "properties": {
-        "answer": {"type": "string", "description": "Your final answer or summary (optional)."}}}}}
-SAY_TOOL = {"type": "function", "function": {
-    "name": SAY, "description": "Say something to the user; the observation holds the user's reply.",
-    "parameters": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}}}
+DONE_TOOL = {
+    "type": "function",
+    "function": {
+        "name": DONE,
+        "description": "End the episode. The reward is computed once, here, from the final state.",
+        "parameters": {
+            "type": "object",
+            "properties": {"answer": {"type": "string", "description": "Your final answer or summary (optional)."}},
+        },
+    },
+}
+SAY_TOOL = {
+    "type": "function",
+    "function": {
+        "name": SAY,
+        "description": "Say something to the user; the observation holds the user's reply.",
+        "parameters": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
+    },
+}
 
 
 class ServiceError(Exception):
@@ -73,9 +96,9 @@ class StepView:
     tool: str
     text: str
     observation: Any = None
-    error_type: Optional[str] = None
+    error_type: str | None = None
     done: bool = False
-    reward: Optional[float] = None
+    reward: float | None = None
     details: dict[str, Any] = field(default_factory=dict)
 
 
@@ -84,9 +107,9 @@ class ServedEpisode:
     """One episode between a reset and its end."""
 
     task: EpisodeTask
-    env: Optional[ToolEnv]
+    env: ToolEnv | None
     episode: Episode
-    trajectory: Optional[Trajectory] = None
+    trajectory: Trajectory | None = None
 
     @property
     def over(self) -> bool:
@@ -105,32 +128,48 @@ class EpisodeService:
         base_seed: Seeds episodes whose reset names none.
     """
 
-    def __init__(self, envs: dict[str, EnvSpec], scenarios: list[Scenario], sandbox: Sandbox,
-                 settings: RolloutSettings, user_client: Optional[LLMClient] = None, base_seed: int = 0) -> None:
+    def __init__(
+        self,
+        envs: dict[str, EnvSpec],
+        scenarios: list[Scenario],
+        sandbox: Sandbox,
+        settings: RolloutSettings,
+        user_client: LLMClient | None = None,
+        base_seed: int = 0,
+    ) -> None:
         if settings.mode == "user" and user_client is None:
             raise ValueError("user mode needs a user client")
         self.envs, self.scenarios, self.settings = envs, list(scenarios), settings
         self.by_id = {s.id: s for s in self.scenarios}
         self.sandbox, self.base_seed = sandbox, base_seed
-        self.engine = RolloutEngine(ScenarioEnvs(sandbox), None, settings, user_client=user_client,
-                                    reward_hook=ChecklistReward(Scorer(sandbox), progress=True), model="openenv")
+        self.engine = RolloutEngine(
+            ScenarioEnvs(sandbox),
+            None,
+            settings,
+            user_client=user_client,
+            reward_hook=ChecklistReward(Scorer(sandbox), progress=True),
+            model="openenv",
+        )
         self.metrics = ServerMetrics()
         self._order = itertools.count()
         self._serial = itertools.count()
         self._pending: set[asyncio.Future] = set()  # closes posted from other threads, kept alive
 
     # ------------------------------------------------------------------ choosing
-    def scenario(self, scenario_id: Optional[str] = None, seed: Optional[int] = None) -> Scenario:
+    def scenario(self, scenario_id: str | None = None, seed: int | None = None) -> Scenario:
         """``scenario_id``'s scenario, else the one ``seed`` picks, else the next in order."""
         if scenario_id is not None:
             if scenario_id not in self.by_id:
-                raise ServiceError("unknown_scenario", f"unknown scenario id {scenario_id!r} "
-                                   f"({len(self.scenarios)} scenarios; e.g. {self.scenarios[0].id!r})")
+                raise ServiceError(
+                    "unknown_scenario",
+                    f"unknown scenario id {scenario_id!r} "
+                    f"({len(self.scenarios)} scenarios; e.g. {self.scenarios[0].id!r})",
+                )
             return self.by_id[scenario_id]
         index = seed if seed is not None else next(self._order)
         return self.scenarios[index % len(self.scenarios)]
 
-    def tools(self, served: Optional[ServedEpisode]) -> list[dict[str, Any]]:
+    def tools(self, served: ServedEpisode | None) -> list[dict[str, Any]]:
         """The episode's tools (env tools, then ``done``, then ``send_message`` in user mode); before
         any reset, those of the only environment (none when the server holds several)."""
         env_tools = served.env.tools if served is not None and served.env is not None else self._default_tools()
@@ -144,7 +183,7 @@ class EpisodeService:
         return self.sandbox.tools(next(iter(self.envs.values())))
 
     # ------------------------------------------------------------------ lifecycle
-    async def start(self, scenario_id: Optional[str] = None, seed: Optional[int] = None) -> ServedEpisode:
+    async def start(self, scenario_id: str | None = None, seed: int | None = None) -> ServedEpisode:
         """A fresh sandbox session at the scenario's initial state, and the episode's first messages.
 
         Raises:
@@ -164,8 +203,11 @@ class EpisodeService:
             env = await self.engine.open_env(task)
         except EnvLoadError as exc:
             self.metrics.reset_errors += 1
-            raise ServiceError("env_load_error", f"env {scenario.env_id!r} does not load ({exc.error_type}): "
-                               f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
+            raise ServiceError(
+                "env_load_error",
+                f"env {scenario.env_id!r} does not load ({exc.error_type}): "
+                f"{str(exc).splitlines()[0] if str(exc) else ''}",
+            ) from None
         self.metrics.sandbox_sessions_open += 1
         served = ServedEpisode(task, env, self.engine.new_episode(task, env))
         self.metrics.episodes_started += 1
@@ -198,9 +240,17 @@ class EpisodeService:
 
     async def _call(self, served: ServedEpisode, name: str, arguments: dict[str, Any]) -> StepView:
         call = AgentCall(f"call_{uuid.uuid4().hex[:12]}", name, arguments)
-        message = {"role": "assistant", "content": None, "tool_calls": [{
-            "id": call.id, "type": "function",
-            "function": {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}}]}
+        message = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)},
+                }
+            ],
+        }
         await served.episode.agent_turn(AgentAction(message=message, calls=[call]))
         step = served.episode.steps[-1]
         view = StepView(name, json.dumps(step.observation, ensure_ascii=False), step.observation, step.error_type)
@@ -229,9 +279,13 @@ class EpisodeService:
         self.metrics.episodes_scored += 1
         reward = trajectory.reward
         view.done, view.reward = True, reward.final if reward is not None else 0.0
-        view.details = {"scenario_id": served.task.scenario_id, "termination": trajectory.termination,
-                        "flags": list(trajectory.flags), "steps": len(trajectory.steps),
-                        "reward": reward.model_dump(mode="json") if reward is not None else None}
+        view.details = {
+            "scenario_id": served.task.scenario_id,
+            "termination": trajectory.termination,
+            "flags": list(trajectory.flags),
+            "steps": len(trajectory.steps),
+            "reward": reward.model_dump(mode="json") if reward is not None else None,
+        }
         return view
 
     async def discard(self, served: ServedEpisode) -> None:

@@ -6,6 +6,7 @@ environment variable, which is how a Hugging Face Space hands its secrets to the
 when set, every request must carry it. :func:`space_main` binds ``$HOST`` (default 0.0.0.0)
 and refuses to start on a non-loopback address without it.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,10 +26,14 @@ SERVER_FILE = "server.json"
 def space_app(data: Path) -> Any:
     """The FastAPI app over ``data/`` (its sandbox closes when the app shuts down)."""
     settings_file = json.loads((data / SERVER_FILE).read_text(encoding="utf-8"))
-    options = ServerOptions(max_sessions=int(settings_file.get("max_sessions", 64)),
-                            call_timeout_s=float(settings_file.get("call_timeout_s", 5.0)),
-                            token=os.environ.get(TOKEN_ENV) or None)
-    settings = RolloutSettings(mode=settings_file.get("mode", "task"), max_steps=int(settings_file.get("max_steps", 30)))
+    options = ServerOptions(
+        max_sessions=int(settings_file.get("max_sessions", 64)),
+        call_timeout_s=float(settings_file.get("call_timeout_s", 5.0)),
+        token=os.environ.get(TOKEN_ENV) or None,
+    )
+    settings = RolloutSettings(
+        mode=settings_file.get("mode", "task"), max_steps=int(settings_file.get("max_steps", 30))
+    )
     user = LLMClient(resolve_llm_config("user"), label="openenv.user") if settings.mode == "user" else None
     sandbox = open_sandbox(options)
     service = service_from_files(data / "envs.jsonl", data / "scenarios.jsonl", sandbox, settings, user_client=user)
@@ -45,7 +50,9 @@ def space_main(app: Any, data: Path) -> None:
     host, port = os.environ.get("HOST", "0.0.0.0"), int(os.environ.get("PORT", "8000"))
     options: ServerOptions = app.state.envscaler_options
     if not is_loopback(host) and not options.token:
-        sys.exit(f"refusing to serve {host}:{port} without a bearer token: set the secret {TOKEN_ENV} "
-                 "(openenv push ... --secret ENVSCALER_OPENENV_TOKEN=...)")
+        sys.exit(
+            f"refusing to serve {host}:{port} without a bearer token: set the secret {TOKEN_ENV} "
+            "(openenv push ... --secret ENVSCALER_OPENENV_TOKEN=...)"
+        )
     print(f"serving {data} on http://{host}:{port}", file=sys.stderr, flush=True)
     uvicorn.run(app, host=host, port=port, log_level="warning", backlog=4096, timeout_graceful_shutdown=5)

@@ -1,4 +1,5 @@
 """``interact_with_env run`` at a concurrency whose sandbox sessions need descriptors numbered 1024 and more."""
+
 from __future__ import annotations
 
 import os
@@ -34,7 +35,7 @@ class PeakDescriptor:
                 pass
             time.sleep(0.02)
 
-    def __enter__(self) -> "PeakDescriptor":
+    def __enter__(self) -> PeakDescriptor:
         self._thread.start()
         return self
 
@@ -50,13 +51,30 @@ def test_run_at_high_concurrency_finishes_every_episode(scripted_env, tmp_path):
     scripted_env.latency_s = 0.1
     scripted_env.policy = planned(CHECKOUT_PLAN, by_task={"Emma": RETURN_PLAN})
     with PeakDescriptor() as fds:
-        code = main(["run", "--envs", str(ENVS), "--scenarios", str(SCENARIOS), "--out", str(tmp_path),
-                     "--concurrency", str(CONCURRENCY), "--samples", str(SAMPLES), "--no-cache",
-                     "--set", "llm.default.max_retries=0"])
+        code = main(
+            [
+                "run",
+                "--envs",
+                str(ENVS),
+                "--scenarios",
+                str(SCENARIOS),
+                "--out",
+                str(tmp_path),
+                "--concurrency",
+                str(CONCURRENCY),
+                "--samples",
+                str(SAMPLES),
+                "--no-cache",
+                "--set",
+                "llm.default.max_retries=0",
+            ]
+        )
     assert fds.peak >= 1024, f"the run never needed a descriptor above {fds.peak}: raise CONCURRENCY"
     assert code == 0
-    assert not (tmp_path / "failures.jsonl").exists() or not JsonlStore(tmp_path / "failures.jsonl",
-                                                                        FailureRecord).read_all()
+    assert (
+        not (tmp_path / "failures.jsonl").exists()
+        or not JsonlStore(tmp_path / "failures.jsonl", FailureRecord).read_all()
+    )
     trajectories = JsonlStore(tmp_path / "trajectories.jsonl", Trajectory).read_all()
     assert len(trajectories) == 2 * SAMPLES
     assert {t.reward.final for t in trajectories} == {1.0}

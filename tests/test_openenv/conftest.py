@@ -3,6 +3,7 @@
 Runs from ``.venv-openenv`` (``make test-openenv``). Data: the library fixture, the demo clinic
 environment and a counter environment whose tools loop forever or raise.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -11,8 +12,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest
@@ -27,19 +28,33 @@ DEMO = REPO / "interact_with_env" / "data"
 try:
     import openenv  # noqa: F401
 except ImportError:
-    pytest.fail("the openenv tier needs the openenv package: make setup-openenv, then make test-openenv",
-                pytrace=False)
+    pytest.fail("the openenv tier needs the openenv package: make setup-openenv, then make test-openenv", pytrace=False)
 
 
 def counter_records() -> tuple[EnvSpec, Scenario]:
-    env = EnvSpec(id="counter", env_class_name="CounterSystem", status="accepted",
-                  env_class_code=(HERE / "counter_env.py").read_text(), environment_summary="A counter",
-                  environment_introduction="One counter.")
-    scenario = Scenario(id="counter-three", env_id="counter", env_class_name="CounterSystem", init_config={"count": 0},
-                        task="Make the counter 3.", status="proven",
-                        checklist_with_func=[ChecklistItem(check_item="count is 3", check_func=(
-                            "def check_func(final_state):\n    return final_state['count'] == 3"))],
-                        reference_solution=[ToolCall(name="add", arguments={"n": 3})])
+    env = EnvSpec(
+        id="counter",
+        env_class_name="CounterSystem",
+        status="accepted",
+        env_class_code=(HERE / "counter_env.py").read_text(),
+        environment_summary="A counter",
+        environment_introduction="One counter.",
+    )
+    scenario = Scenario(
+        id="counter-three",
+        env_id="counter",
+        env_class_name="CounterSystem",
+        init_config={"count": 0},
+        task="Make the counter 3.",
+        status="proven",
+        checklist_with_func=[
+            ChecklistItem(
+                check_item="count is 3",
+                check_func=("def check_func(final_state):\n    return final_state['count'] == 3"),
+            )
+        ],
+        reference_solution=[ToolCall(name="add", arguments={"n": 3})],
+    )
     return env, scenario
 
 
@@ -50,10 +65,15 @@ def data_files(tmp_path_factory) -> tuple[Path, Path]:
     env, scenario = counter_records()
     envs = folder / "envs.jsonl"
     scenarios = folder / "scenarios.jsonl"
-    envs.write_text((LIBRARY / "envs.jsonl").read_text() + (DEMO / "demo_envs.jsonl").read_text()
-                    + env.model_dump_json() + "\n")
-    scenarios.write_text((LIBRARY / "scenarios.jsonl").read_text() + (DEMO / "demo_scenarios.jsonl").read_text()
-                         + scenario.model_dump_json() + "\n")
+    envs.write_text(
+        (LIBRARY / "envs.jsonl").read_text() + (DEMO / "demo_envs.jsonl").read_text() + env.model_dump_json() + "\n"
+    )
+    scenarios.write_text(
+        (LIBRARY / "scenarios.jsonl").read_text()
+        + (DEMO / "demo_scenarios.jsonl").read_text()
+        + scenario.model_dump_json()
+        + "\n"
+    )
     return envs, scenarios
 
 
@@ -64,13 +84,30 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serving(envs: Path, scenarios: Path, *extra: str, token: str | None = None, token_in_env: bool = False,
-            env: dict | None = None) -> Iterator["Server"]:
+def serving(
+    envs: Path,
+    scenarios: Path,
+    *extra: str,
+    token: str | None = None,
+    token_in_env: bool = False,
+    env: dict | None = None,
+) -> Iterator[Server]:
     """``serve-openenv`` in a subprocess until the block ends (its stderr kept for the test)."""
     port = free_port()
     log = (envs.parent / f"server-{port}.log").open("w+")
-    cmd = [sys.executable, "-m", "interact_with_env", "serve-openenv", "--envs", str(envs), "--scenarios",
-           str(scenarios), "--port", str(port), *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "interact_with_env",
+        "serve-openenv",
+        "--envs",
+        str(envs),
+        "--scenarios",
+        str(scenarios),
+        "--port",
+        str(port),
+        *extra,
+    ]
     env = dict(env or {})
     if token and token_in_env:
         env["ENVSCALER_OPENENV_TOKEN"] = token

@@ -1,4 +1,5 @@
 """Who may connect: loopback by default; any other address needs a bearer token on every request."""
+
 from __future__ import annotations
 
 import asyncio
@@ -19,10 +20,27 @@ TOKEN = "s3cret-token-for-tests"
 
 def test_binding_a_public_address_without_a_token_is_refused(data_files):
     envs, scenarios = data_files
-    done = subprocess.run([sys.executable, "-m", "interact_with_env", "serve-openenv", "--envs", str(envs),
-                           "--scenarios", str(scenarios), "--host", "0.0.0.0", "--port", "1"],
-                          cwd=REPO, capture_output=True, text=True, timeout=120,
-                          env={"PATH": "/usr/bin:/bin", "ENVSCALER_NO_PROGRESS": "1"})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "interact_with_env",
+            "serve-openenv",
+            "--envs",
+            str(envs),
+            "--scenarios",
+            str(scenarios),
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "1",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "ENVSCALER_NO_PROGRESS": "1"},
+    )
     assert done.returncode == 2
     assert "--token" in done.stderr and "ENVSCALER_OPENENV_TOKEN" in done.stderr
 
@@ -33,8 +51,12 @@ def test_every_http_and_websocket_request_needs_the_token(data_files):
         wrong = {"Authorization": "Bearer nope"}
         for path in ("/health", "/schema", "/metadata", "/state", "/envscaler/metrics"):
             assert httpx.get(server.url + path, headers=wrong, timeout=10).status_code == 401, path
-        assert httpx.post(server.url + "/mcp", json={"jsonrpc": "2.0", "method": "tools/list", "id": 1},
-                          timeout=10).status_code == 401
+        assert (
+            httpx.post(
+                server.url + "/mcp", json={"jsonrpc": "2.0", "method": "tools/list", "id": 1}, timeout=10
+            ).status_code
+            == 401
+        )
 
         async def no_token_ws():
             async with GenericEnvClient(base_url=server.url) as env:

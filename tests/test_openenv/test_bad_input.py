@@ -1,5 +1,6 @@
 """Bad input never kills a session or the server: unknown scenarios and tools, malformed actions,
 tools that hang or raise, clients that vanish, a full server."""
+
 from __future__ import annotations
 
 import asyncio
@@ -26,7 +27,10 @@ def test_unknown_scenario_is_an_error_observation_and_the_session_goes_on(server
             return bad, good, step, end
 
     bad, good, step, end = asyncio.run(run())
-    assert bad.observation["error"]["error_type"] == "unknown_scenario" and "no-such-scenario" in bad.observation["error"]["message"]
+    assert (
+        bad.observation["error"]["error_type"] == "unknown_scenario"
+        and "no-such-scenario" in bad.observation["error"]["message"]
+    )
     assert good.observation["error"] is None and good.observation["scenario_id"] == "counter-three"
     assert step.observation["result"]["structured_content"]["count"] == 3
     assert end.done and end.reward == 1.0
@@ -37,8 +41,11 @@ def test_malformed_actions_and_unknown_tools_get_errors_and_the_session_goes_on(
         async with GenericEnvClient(base_url=server.url) as env:
             await env.reset(scenario_id="counter-three")
             errors = []
-            for payload in ({"type": "call_tool", "arguments": {}}, {"type": "call_tool", "tool_name": "add",
-                                                                    "arguments": "n=3"}, {"type": "no_such_action"}):
+            for payload in (
+                {"type": "call_tool", "arguments": {}},
+                {"type": "call_tool", "tool_name": "add", "arguments": "n=3"},
+                {"type": "no_such_action"},
+            ):
                 with pytest.raises(RuntimeError) as caught:
                     await env.step(payload)
                 errors.append(str(caught.value))

@@ -1,4 +1,5 @@
 """Episodes through OpenEnv's own clients: rewards from our one scorer, schemas as `tools` prints them."""
+
 from __future__ import annotations
 
 import asyncio
@@ -52,8 +53,24 @@ def test_every_proven_reference_solution_scores_one_over_mcp_tool_client(server,
 def test_part_of_a_solution_scores_what_interact_with_env_run_gives(server, scripted_env, tmp_path):
     scripted_env.policy = planned([Reply.tool_call(*RESCHEDULE_PART[0]), Reply.text("Task Completed")])
     envs, scenarios = server.data
-    assert main(["run", "--envs", str(envs), "--scenarios", str(scenarios), "--out", str(tmp_path),
-                 "--scenario-id", "clinic-reschedule", "--set", "llm.default.max_retries=0"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--envs",
+                str(envs),
+                "--scenarios",
+                str(scenarios),
+                "--out",
+                str(tmp_path),
+                "--scenario-id",
+                "clinic-reschedule",
+                "--set",
+                "llm.default.max_retries=0",
+            ]
+        )
+        == 0
+    )
     run_reward = JsonlStore(tmp_path / "trajectories.jsonl", Trajectory).read_all()[0].reward.final
     served = asyncio.run(play(server.url, "clinic-reschedule", RESCHEDULE_PART))
     assert 0.0 < served.reward < 1.0
@@ -117,8 +134,12 @@ def test_max_steps_ends_the_episode_with_its_reward(data_files):
 
 
 def test_64_concurrent_sessions_all_score_right(server):
-    plans = [("library-checkout", CHECKOUT, 1.0), ("library-return", [("return_book", {"book_id": "B2"})], 1.0),
-             ("counter-three", [("add", {"n": 1}), ("add", {"n": 2})], 1.0), ("counter-three", [("add", {"n": 2})], 0.0)]
+    plans = [
+        ("library-checkout", CHECKOUT, 1.0),
+        ("library-return", [("return_book", {"book_id": "B2"})], 1.0),
+        ("counter-three", [("add", {"n": 1}), ("add", {"n": 2})], 1.0),
+        ("counter-three", [("add", {"n": 2})], 0.0),
+    ]
 
     async def many():
         return await asyncio.gather(*(play(server.url, plans[i % 4][0], plans[i % 4][1]) for i in range(64)))

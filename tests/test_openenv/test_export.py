@@ -4,6 +4,7 @@ No Docker daemon here: OpenEnv's validation runner is given a provider that runs
 app as a local process instead of a container (OpenEnv's ``ValidationProvider`` protocol); its
 own collector and graders then check the folder's runtime plan (the oracle episode).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -35,8 +36,24 @@ TOKEN = "space-secret-for-tests"
 def exported(data_files, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("space") / "envscaler-space"
     envs, scenarios = data_files
-    assert main(["export-openenv", "--envs", str(envs), "--scenarios", str(scenarios), "--out", str(out),
-                 "--name", "envscaler-test", "--max-sessions", "8"]) == 0
+    assert (
+        main(
+            [
+                "export-openenv",
+                "--envs",
+                str(envs),
+                "--scenarios",
+                str(scenarios),
+                "--out",
+                str(out),
+                "--name",
+                "envscaler-test",
+                "--max-sessions",
+                "8",
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -44,10 +61,20 @@ def exported(data_files, tmp_path_factory) -> Path:
 def folder_server(folder: Path, *argv: str, env: dict | None = None):
     """The exported folder's server as OpenEnv would start it (cwd = the folder)."""
     port = free_port()
-    command = list(argv) or [sys.executable, "-m", "uvicorn", "server.app:app", "--host", "127.0.0.1", "--port", str(port)]
+    command = list(argv) or [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "server.app:app",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     log = (folder.parent / f"folder-{port}.log").open("w+")
-    proc = subprocess.Popen(command, cwd=folder, stdout=log, stderr=subprocess.STDOUT,
-                            env={**os.environ, "PORT": str(port), **(env or {})})
+    proc = subprocess.Popen(
+        command, cwd=folder, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PORT": str(port), **(env or {})}
+    )
     try:
         yield proc, f"http://127.0.0.1:{port}", Path(log.name)
     finally:
@@ -86,7 +113,7 @@ class LocalProcessProvider:
         self.root = root
         return "sha256:" + "0" * 64
 
-    def start(self, spec) -> "LocalSubject":
+    def start(self, spec) -> LocalSubject:
         assert self.root is not None
         return LocalSubject(self.root)
 
@@ -114,8 +141,16 @@ def test_the_folder_has_the_openenv_layout_and_measured_reward_contract(exported
     manifest = yaml.safe_load((exported / "openenv.yaml").read_text())
     assert manifest["spec_version"] == 1 and manifest["app"] == "server.app:app" and manifest["type"] == "space"
     assert manifest["validation"]["reward"]["oracle_tolerance"] == 0.0
-    for path in ("Dockerfile", "pyproject.toml", "server/app.py", "server/requirements.txt", "data/envs.jsonl",
-                 "data/scenarios.jsonl", "validation/runtime.json", "validation/oracle.json"):
+    for path in (
+        "Dockerfile",
+        "pyproject.toml",
+        "server/app.py",
+        "server/requirements.txt",
+        "data/envs.jsonl",
+        "data/scenarios.jsonl",
+        "validation/runtime.json",
+        "validation/oracle.json",
+    ):
         assert (exported / path).is_file(), path
     assert len(list((exported / "wheels").glob("envscaler-*.whl"))) == 1
     front = (exported / "README.md").read_text().split("---")[1]
@@ -128,8 +163,12 @@ def test_the_folder_has_the_openenv_layout_and_measured_reward_contract(exported
 
 
 def test_openenv_validate_accepts_the_folder_statically(exported):
-    done = subprocess.run([str(Path(sys.executable).parent / "openenv"), "validate", str(exported), "--level", "static"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "openenv"), "validate", str(exported), "--level", "static"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PASS  static.manifest" in done.stdout
 
@@ -137,8 +176,13 @@ def test_openenv_validate_accepts_the_folder_statically(exported):
 def test_openenv_validation_runs_the_oracle_episode_and_its_runtime_graders_pass(exported):
     report = run_validation(exported, max_level=Level.SEMANTIC, provider=LocalProcessProvider())
     status = {r.check_id: r.status for r in report.results}
-    for check in ("static.manifest", "runtime.startup", "runtime.reward_well_formed", "runtime.observation_schema",
-                  "runtime.state_contract"):
+    for check in (
+        "static.manifest",
+        "runtime.startup",
+        "runtime.reward_well_formed",
+        "runtime.observation_schema",
+        "runtime.state_contract",
+    ):
         assert status[check] is CheckStatus.PASS, (check, [r for r in report.results if r.check_id == check])
     assert not [r for r in report.results if r.status in (CheckStatus.FAIL, CheckStatus.ERROR)]
     assert report.verdict.value != "fail"
@@ -155,10 +199,18 @@ def test_the_folder_serves_its_oracle_at_one_and_nothing_at_the_floor(exported):
 
 
 def test_the_container_entry_point_needs_the_space_secret(exported):
-    with folder_server(exported, sys.executable, "-m", "server.app", env={"ENVSCALER_OPENENV_TOKEN": ""}) as (proc, _, log):
+    with folder_server(exported, sys.executable, "-m", "server.app", env={"ENVSCALER_OPENENV_TOKEN": ""}) as (
+        proc,
+        _,
+        log,
+    ):
         assert proc.wait(90) != 0
         assert "ENVSCALER_OPENENV_TOKEN" in log.read_text()
-    with folder_server(exported, sys.executable, "-m", "server.app", env={"ENVSCALER_OPENENV_TOKEN": TOKEN}) as (proc, url, _):
+    with folder_server(exported, sys.executable, "-m", "server.app", env={"ENVSCALER_OPENENV_TOKEN": TOKEN}) as (
+        proc,
+        url,
+        _,
+    ):
         headers = {"Authorization": f"Bearer {TOKEN}"}
         wait_healthy(url, proc, headers)
         assert httpx.get(url + "/health", timeout=10).status_code == 401
@@ -169,8 +221,13 @@ def test_openenv_push_would_upload_the_space_as_written(exported, tmp_path):
     from openenv.cli.commands.push import _load_ignore_patterns, _prepare_staging_directory
 
     staging = tmp_path / "staging"
-    _prepare_staging_directory(exported, "envscaler-test", staging, ignore_patterns=_load_ignore_patterns(exported, None),
-                               enable_interface=False)
+    _prepare_staging_directory(
+        exported,
+        "envscaler-test",
+        staging,
+        ignore_patterns=_load_ignore_patterns(exported, None),
+        enable_interface=False,
+    )
     uploaded = sorted(str(p.relative_to(staging)) for p in staging.rglob("*") if p.is_file())
     assert {"Dockerfile", "README.md", "openenv.yaml", "server/app.py", "data/scenarios.jsonl"} <= set(uploaded)
     assert any(p.startswith("wheels/envscaler-") for p in uploaded)

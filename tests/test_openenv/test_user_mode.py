@@ -1,4 +1,5 @@
 """``--mode user``: the simulated user (a scripted endpoint here) answers the agent's ``send_message``."""
+
 from __future__ import annotations
 
 import asyncio
@@ -34,10 +35,13 @@ def test_the_simulated_user_answers_and_its_stop_ends_the_episode_with_the_rewar
             end = await env.step(call("send_message", {"message": "It is done."}))
             return reset, tools, added, asked, end
 
-    with ScriptedServer(policy=user) as scripted:
-        with serving(*data_files, "--mode", "user", env={"USER_OPENAI_BASE_URL": scripted.base_url,
-                                                         "USER_OPENAI_API_KEY": "sk-test", "USER_OPENAI_MODEL": "u"}) as server:
-            reset, tools, added, asked, end = asyncio.run(run(server.url))
+    with ScriptedServer(policy=user) as scripted, serving(
+        *data_files,
+        "--mode",
+        "user",
+        env={"USER_OPENAI_BASE_URL": scripted.base_url, "USER_OPENAI_API_KEY": "sk-test", "USER_OPENAI_MODEL": "u"},
+    ) as server:
+        reset, tools, added, asked, end = asyncio.run(run(server.url))
     assert reset.observation["request"] == "Please make the counter 3." and reset.observation["mode"] == "user"
     assert {t["name"] for t in tools.observation["tools"]} >= {"add", "done", "send_message"}
     assert added.observation["result"]["structured_content"]["count"] == 3
