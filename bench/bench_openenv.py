@@ -60,20 +60,22 @@ def _children(pid: int) -> list[int]:
     return tree
 
 
-def tree_memory(pid: int) -> tuple[float, int]:
-    """(PSS in MiB of ``pid`` and its descendants, process count)."""
-    total_kb, count = 0, 0
-    for proc in _children(pid):
-        try:
-            with open(f"/proc/{proc}/smaps_rollup") as f:
-                for line in f:
-                    if line.startswith("Pss:"):
-                        total_kb += int(line.split()[1])
-                        count += 1
-                        break
-        except OSError:
-            continue
-    return total_kb / 1024, count
+def _pss_kb(proc: int) -> int:
+    try:
+        with open(f"/proc/{proc}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def tree_memory(pid: int) -> tuple[float, int, float]:
+    """(PSS in MiB of ``pid`` and its descendants, process count, PSS in MiB of ``pid`` alone)."""
+    procs = _children(pid)
+    sizes = [_pss_kb(p) for p in procs]
+    return sum(sizes) / 1024, sum(1 for s in sizes if s), sizes[0] / 1024
 
 
 # ---------------------------------------------------------------------------- sessions
@@ -141,13 +143,13 @@ async def session(
 async def drive(url: str, args: argparse.Namespace, server_pid: int) -> dict:
     tally, all_reset = Tally(), asyncio.Event()
     resets_left = [args.sessions]
-    base_mb, base_procs = tree_memory(server_pid)
+    base_mb, base_procs, base_parent = tree_memory(server_pid)
     started = time.perf_counter()
     tasks = [asyncio.create_task(session(url, i, args, tally, all_reset, resets_left)) for i in range(args.sessions)]
     await all_reset.wait()
     opened_s = time.perf_counter() - started
     await asyncio.sleep(1.0)  # let posted work settle before the probe
-    idle_mb, idle_procs = tree_memory(server_pid)
+    idle_mb, idle_procs, idle_parent = tree_memory(server_pid)
     await asyncio.gather(*tasks)
     wall_s = time.perf_counter() - started
     held = max(1, tally.peak_held)
@@ -168,6 +170,7 @@ async def drive(url: str, args: argparse.Namespace, server_pid: int) -> dict:
         "server_pss_all_idle_mb": round(idle_mb, 1),
         "processes": [base_procs, idle_procs],
         "mb_per_idle_session": round((idle_mb - base_mb) / held, 2),
+        "server_process_mb_per_idle_session": round((idle_parent - base_parent) / held, 3),
         "errors": sorted(set(tally.errors))[:10],
         "error_count": len(tally.errors),
     }
