@@ -51,6 +51,10 @@ class EpisodeObservation(Observation):
     env_introduction: str = Field(default="", description="The environment's description and rules")
     mode: str = Field(default="task", description="task: answer with `done`; user: talk with `send_message`")
     max_steps: int = Field(default=0, description="Agent actions before the episode ends by itself")
+    available_tools: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="This episode's tools (name, description, input_schema), as ListToolsAction lists them",
+    )
     error: dict[str, str] | None = Field(default=None, description="Why no episode started (error_type, message)")
 
 
@@ -106,6 +110,7 @@ class EnvScalerEnvironment(Environment):
             env_introduction=served.task.env_introduction or env.environment_introduction,
             mode=self.service.settings.mode,
             max_steps=self.service.settings.max_steps,
+            available_tools=[tool_fields(t)._asdict() for t in self.service.tools(served)],
             done=False,
             reward=None,
         )

@@ -86,11 +86,12 @@ def test_tools_are_listed_with_the_schemas_interact_with_env_tools_prints(server
 
     async def listed():
         async with MCPToolClient(base_url=server.url) as env:
-            await env.reset(scenario_id="library-return")
+            reset = await env.reset(scenario_id="library-return")
             result = await env.step(ListToolsAction())
-            return {t.name: t for t in result.observation.tools}
+            return {t.name: t for t in result.observation.tools}, reset.observation.available_tools
 
-    tools = asyncio.run(listed())
+    tools, announced = asyncio.run(listed())
+    assert [t["name"] for t in announced] == list(tools)  # the reset observation names the same tools
     for schema in printed:
         fn = schema["function"]
         assert tools[fn["name"]].input_schema == fn["parameters"]
