@@ -10,6 +10,8 @@ from envscaler_core.artifacts import EnvSpec, RewardBreakdown, Scenario, StateSc
 from envscaler_core.original_format import load_envs
 from envscaler_core.store import JsonlStore
 
+pytestmark = pytest.mark.unit
+
 SCHEMA = {"analysis": "", "class_name": "Library", "rules": ["A book on loan cannot be lent again."],
           "entities": [{"name": "Book", "description": "", "id_attribute": "book_id",
                         "attributes": [{"name": "book_id", "type": "str", "description": ""}]}]}

@@ -1,7 +1,11 @@
 """bench/ab_rollout.py: which side a metric favours, and the folder form of a revision."""
 from __future__ import annotations
 
+import pytest
+
 from tests.bench_scripts import bench_module
+
+pytestmark = pytest.mark.perf
 
 
 def _ab():

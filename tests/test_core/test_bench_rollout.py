@@ -4,7 +4,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.bench_scripts import bench_module
+
+pytestmark = pytest.mark.perf
 
 BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4:\n    pass"
 CHILD = f"import subprocess, sys, time\nsubprocess.run([sys.executable, '-c', {BURN!r}])\nprint('done', flush=True)\ntime.sleep(60)"

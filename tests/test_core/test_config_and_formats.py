@@ -5,9 +5,10 @@ import pytest
 from envscaler_core.artifacts import ChecklistItem, EnvSpec, Scenario
 from envscaler_core.cli import UserError
 from envscaler_core.config import StageConfig, load_config, parse_overrides
-from envscaler_core.original_format import (export_env_metadata, export_scenarios, load_envs,
-                                            load_scenarios)
+from envscaler_core.original_format import export_env_metadata, export_scenarios, load_envs, load_scenarios
 from envscaler_core.store import ArtifactError, JsonlStore
+
+pytestmark = pytest.mark.unit
 
 
 class DemoConfig(StageConfig):

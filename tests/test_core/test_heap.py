@@ -4,6 +4,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.perf
+
 
 def test_a_long_run_freezes_the_start_up_objects_once_and_collects_the_young_less_often():
     code = ("import gc; from envscaler_core.heap import settle_for_long_run, YOUNG_THRESHOLD; "

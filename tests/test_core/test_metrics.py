@@ -2,6 +2,8 @@ import pytest
 
 from envscaler_core.metrics import bootstrap_ci, pass_hat_k, pass_hat_k_table
 
+pytestmark = pytest.mark.unit
+
 
 def test_pass_hat_k_known_values():
     assert pass_hat_k(4, 4, 4) == 1.0

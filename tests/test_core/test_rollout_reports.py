@@ -6,6 +6,8 @@ import pytest
 from envscaler_core.artifacts import CheckOutcome, RewardBreakdown, StepRecord, Trajectory
 from envscaler_core.rollout import FilterSettings, build_report, filter_reasons, report_rows
 
+pytestmark = pytest.mark.unit
+
 
 def traj(scenario: str, sample: int, passed: bool, *, env="e1", steps=(), termination="agent_answered",
          flags=(), mode="task", assistant_turns=4, last="Task Completed"):

@@ -1,9 +1,13 @@
 import asyncio
 
+import pytest
+
 from envscaler_core.artifacts import SourceTask
 from envscaler_core.config import StageConfig
 from envscaler_core.runner import StageContext, process_items, update_manifest
 from envscaler_core.store import read_json
+
+pytestmark = pytest.mark.unit
 
 
 def _work_factory(calls, fail_on=()):

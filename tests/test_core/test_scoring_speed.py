@@ -3,9 +3,13 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from envscaler_core.artifacts import ChecklistItem, StepRecord
 from envscaler_core.runtime import CheckResult, state_hash
 from envscaler_core.scoring import Scorer
+
+pytestmark = pytest.mark.unit
 
 CHECKLIST = [ChecklistItem(check_item="count is 2", check_func="def check_func(s):\n    return s['count'] == 2"),
              ChecklistItem(check_item="count grew", check_func="def check_func(s, i):\n    return s['count'] > i['count']")]

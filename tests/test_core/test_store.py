@@ -10,6 +10,8 @@ import pytest
 from envscaler_core.artifacts import EnvSpec, Scenario, SourceTask, Trajectory
 from envscaler_core.store import ArtifactError, JsonlStore, read_json, write_json_atomic
 
+pytestmark = pytest.mark.unit
+
 
 def test_round_trip_every_artifact(tmp_path):
     records = {

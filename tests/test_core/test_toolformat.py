@@ -1,9 +1,22 @@
 """The text tool-call format: what is rendered parses back to the same calls, results and prompt."""
 from __future__ import annotations
 
-from envscaler_core.toolformat import (UNCLOSED_THINK, format_error_message, parse_results, parse_turn,
-                                       render_assistant, render_call, render_results, render_tools,
-                                       with_tools, without_tools)
+import pytest
+
+from envscaler_core.toolformat import (
+    UNCLOSED_THINK,
+    format_error_message,
+    parse_results,
+    parse_turn,
+    render_assistant,
+    render_call,
+    render_results,
+    render_tools,
+    with_tools,
+    without_tools,
+)
+
+pytestmark = pytest.mark.unit
 
 TOOL = {"name": "get_order", "description": "Look up an order.",
         "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}}

@@ -4,6 +4,8 @@ from envscaler_core.codegen import CodeExtractionError, extract_python
 from envscaler_core.llm.schema import extract_json, inline_refs, tool_call_schema
 from envscaler_core.toolformat import parse_text_tool_calls, split_reasoning
 
+pytestmark = pytest.mark.unit
+
 
 def test_tags_multiple_calls_and_prose():
     text = ('Let me look.\n<tool_call>\n{"name": "a", "arguments": {"x": 1}}\n</tool_call>\n'

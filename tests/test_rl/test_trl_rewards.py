@@ -38,6 +38,7 @@ def test_checklist_reward_replays_each_completion_in_a_fresh_sandbox(env):
     assert reward.calls == 5 and reward.__name__ == "envscaler_checklist"
 
 
+@pytest.mark.unit
 def test_format_reward_and_completion_text():
     good = call("get_order", order_id="A1")
     assert tool_format_reward([], [good, "plain text", "<tool_call>{bad</tool_call>", "<think>x" + good]) \

@@ -33,6 +33,7 @@ class Shop:
 '''
 
 
+@pytest.mark.unit
 def test_library_shape_from_source():
     shape = state_shape(library_env().env_class_code, "LibraryLoanSystem")
     assert shape.containers == ["books", "members", "loans"]
@@ -44,6 +45,7 @@ def test_library_shape_from_source():
     assert normalize_state(shape, STATE) == STATE
 
 
+@pytest.mark.unit
 def test_shape_handles_optional_list_literal_and_rekeys():
     shape = state_shape(ODD_ENV, "Shop")
     assert shape.containers == ["items", "log", "counter"]
@@ -57,6 +59,7 @@ def test_shape_handles_optional_list_literal_and_rekeys():
         normalize_state(shape, {**good, "extra": 1})
 
 
+@pytest.mark.unit
 def test_shape_rejects_unusable_source():
     with pytest.raises(ValueError, match="does not parse"):
         state_shape("class (", "X")
@@ -86,6 +89,7 @@ def test_tool_kinds_and_sample_arguments(sandbox):
     assert is_query_tool(env, "list_member_loans") and not is_query_tool(env, "pay_fine")
 
 
+@pytest.mark.unit
 def test_near_duplicates():
     other = {**STATE, "members": {}}
     assert similarity(STATE, STATE) == 1.0 and similarity(STATE, other) < 0.9
@@ -93,6 +97,7 @@ def test_near_duplicates():
     assert near_duplicate(STATE, [other], 0.9) is None
 
 
+@pytest.mark.unit
 def test_mutants_drop_and_change_arguments():
     mutants = make_mutants(REFERENCE, [0, 1, 2], STATE, limit=50)
     drops = [m for m in mutants if m.kind == "drop"]
@@ -119,6 +124,7 @@ def test_reference_schema_enumerates_tools(sandbox):
     assert model.__name__ == "ReferenceSolution"
 
 
+@pytest.mark.unit
 def test_clean_checklist_items():
     items = ["- Has B1 been lent to M1?", "1. the fines of M1 been cleared.", "", "- Has B1 been lent to M1?",
              "Is L001 closed"]
@@ -127,11 +133,13 @@ def test_clean_checklist_items():
     assert len(clean_items(items, 1)) == 1
 
 
+@pytest.mark.unit
 def test_bundled_env_matches_its_source():
     assert library_env().env_class_code == (DATA / "library_env.py").read_text()
     assert library_env().status == "accepted" and len(library_env().tools) == 6
 
 
+@pytest.mark.unit
 def test_purity_check():
     from envscaler_core.runtime.wire.purity import purity_problems
     assert purity_problems("import re\ndef check_func(f, i):\n    return bool(re.match('a', 'a'))\n") == []

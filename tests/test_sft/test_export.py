@@ -13,6 +13,8 @@ from sft.export import ExportConfig, convert
 from sft.formats import to_alpaca, to_sharegpt
 from tests.test_sft import samples
 
+pytestmark = pytest.mark.unit
+
 
 def roles(row):
     return [turn["from"] for turn in row["conversations"]]

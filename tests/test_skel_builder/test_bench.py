@@ -1,9 +1,13 @@
 """bench/yield_skel.py against the scripted server: the report's numbers add up."""
 from __future__ import annotations
 
+import pytest
+
 from tests.bench_scripts import bench_module
 
 from .library_world import LibraryPolicy
+
+pytestmark = pytest.mark.perf
 
 
 def _bench():

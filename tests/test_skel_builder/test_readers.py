@@ -10,6 +10,8 @@ from envscaler_core.cli import UserError
 from skel_builder.commands.common import SEED_TASKS
 from skel_builder.readers import apibank_task, collect_tasks, filter_reason, read_tasks
 
+pytestmark = pytest.mark.unit
+
 # The shared folder sits beside the repository (``../shared`` from its root), in CI as here.
 APIBANK = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "api-bank-lv3-train.json"
 FILTERS = dict(ascii_only=True, drop_multimodal=True, keywords=["USD", "@", ".com"], min_chars=15)

@@ -3,12 +3,16 @@ from __future__ import annotations
 
 import ast
 
+import pytest
+
 from skel_builder.contract import container_writes, contract_problems, ensure_docstring
 from skel_builder.crud import routine_methods
 from skel_builder.skeleton import assemble, plural, render_skeleton
 from skel_builder.testdata import fallback_state, normalize_test_state, state_problems
 
 from .library_world import METHODS
+
+pytestmark = pytest.mark.unit
 
 
 def test_contract_accepts_good_and_names_each_problem():
