@@ -82,6 +82,9 @@ class EnvScalerEnvironment(Environment):
         self._episode_id: str | None = None
         self._step_count = 0
         self._loop: asyncio.AbstractEventLoop | None = None
+        # One action at a time per session: a client may send over /ws and /mcp at once, and an
+        # episode's turns must not interleave.
+        self._turn = asyncio.Lock()
 
     # ------------------------------------------------------------------ reset
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> Observation:
@@ -90,6 +93,10 @@ class EnvScalerEnvironment(Environment):
     async def reset_async(
         self, seed: int | None = None, episode_id: str | None = None, scenario_id: str | None = None, **kwargs: Any
     ) -> EpisodeObservation:
+        async with self._turn:
+            return await self._reset(seed, episode_id, scenario_id)
+
+    async def _reset(self, seed: int | None, episode_id: str | None, scenario_id: str | None) -> EpisodeObservation:
         self._loop = asyncio.get_running_loop()
         if self._served is not None:
             served, self._served = self._served, None
@@ -124,6 +131,10 @@ class EnvScalerEnvironment(Environment):
         raise RuntimeError("EnvScalerEnvironment is asynchronous: OpenEnv's server calls step_async")
 
     async def step_async(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> Observation:
+        async with self._turn:
+            return await self._step(action)
+
+    async def _step(self, action: Action) -> Observation:
         self._step_count += 1
         if isinstance(action, ListToolsAction):
             tools = (
