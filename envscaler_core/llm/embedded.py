@@ -74,12 +74,24 @@ def _wait_ready(url: str, process: subprocess.Popen, timeout: float) -> None:
     raise RuntimeError(f"embedded llama.cpp server not ready after {timeout:.0f}s")
 
 
+def default_threads() -> int:
+    """``ENVSCALER_EMBEDDED_THREADS``, else one core fewer than the machine has (at most 8).
+
+    The stages and their sandboxes need a core too, and llama.cpp's threads wait for each other
+    at every layer: one that loses its core stalls the rest. Measured on a loaded 2-core VM, the
+    same 80-token answer took 13-18 s on one thread and 101-110 s on two.
+    """
+    if os.environ.get("ENVSCALER_EMBEDDED_THREADS"):
+        return max(1, int(os.environ["ENVSCALER_EMBEDDED_THREADS"]))
+    return max(1, min((os.cpu_count() or 2) - 1, 8))
+
+
 def start_server(model: Optional[str] = None, port: Optional[int] = None,
                  n_ctx: int = 8192, threads: Optional[int] = None) -> EmbeddedServer:
     """Start the embedded server in a child process and wait until it answers."""
     path, sha = resolve_model_path(model)
     port = port or free_port()
-    threads = threads or max(1, min(os.cpu_count() or 2, 8))
+    threads = threads or default_threads()
     cmd = [sys.executable, "-m", "envscaler_core.llm.embedded", str(path), str(port),
            str(n_ctx), str(threads)]
     log.info("starting embedded llama.cpp server (%s) on 127.0.0.1:%d", path.name, port)
