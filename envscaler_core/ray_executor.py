@@ -81,11 +81,13 @@ class StageActor:
     """
 
     def __init__(self, work: Callable) -> None:
-        self._work = work
+        self._work: Optional[Callable] = work
 
     async def run(self, payload: Any) -> tuple[Any, Optional[str], dict[str, dict]]:
         """One item: ``(result, error, usage since the last drain)``; never raises."""
         try:
+            if self._work is None:
+                raise RuntimeError("the stage actor was closed")
             result, error = await self._work(payload), None
         except Exception as exc:  # noqa: BLE001 - reported per item, like the local executor
             result, error = None, f"{type(exc).__name__}: {exc}"

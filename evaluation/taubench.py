@@ -48,7 +48,7 @@ def v1_command(python: str, run_py: Path, *, domain: str, agent: Endpoint, user:
 
 
 def v2_command(tau2: str, *, domain: str, agent: Endpoint, user: Endpoint, trials: int,
-               temperature: float, save_to: str, concurrency: int,
+               temperature: Optional[float], save_to: str, concurrency: int,
                task_ids: Optional[list[str]], limit: Optional[int]) -> list[str]:
     """The ``tau2 run`` command line; endpoints go straight to ``litellm.completion``."""
     def args(endpoint: Endpoint, temp: Optional[float]) -> str:

@@ -95,7 +95,7 @@ class EpisodeEnv:
                                     model="policy")
         self._loop = asyncio.new_event_loop()
         self.episode: Optional[Episode] = None
-        self._env = None
+        self._env: Any = None  # the sandbox session ScenarioEnvs opens: a ToolEnv that can also park
         self._shares: list[float] = [0.0]
         self.final_reward: Optional[float] = None
         self._trajectory: Optional[Trajectory] = None
@@ -181,13 +181,20 @@ class EpisodeEnv:
         if self._env is not None and self._run(self._env.park_if_contended()):
             self.session_parks += 1
 
+    @property
+    def live(self) -> Episode:
+        """The current episode (running or ended); :meth:`reset` starts one."""
+        if self.episode is None:
+            raise RuntimeError("no episode yet: call reset() first")
+        return self.episode
+
     # ------------------------------------------------------------------ rewards
     def _share(self, state: dict) -> float:
-        scenario = self.episode.task.payload.scenario
-        return self.scorer.share(scenario.checklist_with_func, state, self.episode.initial_state)
+        scenario = self.live.task.payload.scenario
+        return self.scorer.share(scenario.checklist_with_func, state, self.live.initial_state)
 
     def _reward(self, new_steps) -> float:
-        if self.episode.done:
+        if self.live.done:
             final = self.score()
             return round(final - (self._shares[-1] if self.options.progress_reward else 0.0), 4)
         if self.options.progress_reward and any(s.state_diff for s in new_steps):
@@ -200,12 +207,12 @@ class EpisodeEnv:
         """End the episode now (if it is running), free its session, and return its checklist reward."""
         if self.final_reward is not None:
             return self.final_reward
-        if not self.episode.done:
-            self.episode.stop("scored")
+        if not self.live.done:
+            self.live.stop("scored")
         final_state = self._run(self._env.snapshot())
         self.close_episode()  # the worker goes back to the pool before scoring, not at the next reset
-        self._trajectory = self._run(self.engine.finish(self.episode, final_state))
-        truncated = self.episode.termination == "max_steps"
+        self._trajectory = self._run(self.engine.finish(self.live, final_state))
+        truncated = self.live.termination == "max_steps"
         scored = self.options.reward_on_truncation or not truncated
         self.final_reward = self._trajectory.reward.final if scored else 0.0
         return self.final_reward
@@ -217,7 +224,7 @@ class EpisodeEnv:
 
     def trajectory(self) -> Trajectory:
         """The episode so far as a :class:`Trajectory` (with its reward once scored)."""
-        return self._trajectory if self._trajectory is not None else self.episode.trajectory(model="policy")
+        return self._trajectory if self._trajectory is not None else self.live.trajectory(model="policy")
 
     # ------------------------------------------------------------------ cleanup
     def close_episode(self) -> None:

@@ -47,7 +47,7 @@ class _EnvScalerGemEnv(gem.Env):
         """A random tool call (for ROLL's ``llm_proxy.proxy_type: random`` debugging)."""
         import random
 
-        tool = random.choice(self.core.episode.agent.tools)["function"]
+        tool = random.choice(self.core.live.agent.tools)["function"]
         return render_call(tool["name"], {})
 
     def spawn(self, same_state: bool = False, **kwargs: Any) -> "gem.Env":

@@ -36,7 +36,7 @@ def pick_tool(tools: list[str], counts: dict[str, dict[str, int]], cap: int) -> 
 
 
 def final_verdict(probe: ProbeResult, llm_verdict: Optional[str], cfg: SkelBuilderConfig,
-                  case_type: str) -> str:
+                  case_type: str) -> Literal["Pass", "Warning", "Fail"]:
     if probe.call.rejected_by_harness:
         return "Pass" if case_type == "negative" else "Warning"
     if probe.hard:
@@ -169,7 +169,7 @@ class Inspector:
             return {**derived, **chosen}, "llm" if chosen else "derived"
         return derived, "derived"
 
-    async def _verdict(self, index: int, tool: str, case: str, args: dict[str, Any], source: str,
+    async def _verdict(self, index: int, tool: str, case: CaseType, args: dict[str, Any], source: str,
                        probe: ProbeResult) -> ToolVerdict:
         llm_verdict, reason = None, ""
         if probe.call.rejected_by_harness:

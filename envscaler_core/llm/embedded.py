@@ -18,7 +18,7 @@ import threading
 import time
 import urllib.request
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from envscaler_core.llm.models import resolve_model_path
 
@@ -125,8 +125,9 @@ def ensure_embedded_server() -> EmbeddedServer:
 
 
 def _serve_forever(path: str, port: int, n_ctx: int, threads: int) -> None:
-    import xllamacpp as xlc
+    import xllamacpp
 
+    xlc: Any = xllamacpp  # a compiled module: its classes carry no type information
     params = xlc.CommonParams()
     params.model.path = path
     params.n_ctx = n_ctx

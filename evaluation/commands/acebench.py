@@ -142,7 +142,9 @@ def run(args: argparse.Namespace) -> int:
         if args.import_file:
             scores = {config.categories[0]: args.import_file}
         else:
-            scores = _run_once(ctx, config, checkout, selected, trial, args.results)
+            assert checkout is not None, "the harness runs from a checkout (no --import)"
+            chosen = {category: ids or [] for category, ids in selected.items()}  # lists with a checkout
+            scores = _run_once(ctx, config, checkout, chosen, trial, args.results)
         for category, path in scores.items():
             for record in acebench.import_scores(path, category, selected.get(category), trial):
                 store.append(record)

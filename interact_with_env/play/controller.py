@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from envscaler_core.artifacts import EnvSpec, Scenario, Trajectory
-from envscaler_core.rollout import Episode, RolloutEngine, RolloutSettings, episode_tasks
-from envscaler_core.runtime import AsyncSession
+from envscaler_core.rollout import Episode, RolloutEngine, RolloutSettings, ToolEnv, episode_tasks
 from envscaler_core.scoring import Scorer
 from envscaler_core.store import write_json_atomic
 
@@ -38,7 +37,7 @@ class PlaySession:
         self.engine, self.scorer, self.env_spec, self.scenario = engine, scorer, env, scenario
         self.human_agent, self.human_user, self.out_dir = human_agent, human_user, out_dir
         self.task = episode_tasks([scenario], {env.env_id: env}, 1)[0]
-        self.env: Optional[AsyncSession] = None
+        self.env: Optional[ToolEnv] = None
         self.episode: Optional[Episode] = None
         self.trajectory: Optional[Trajectory] = None
         self.saved_path: Optional[Path] = None
