@@ -149,3 +149,17 @@ def test_64_concurrent_sessions_all_score_right(server):
     assert [r.reward for r in results] == [plans[i % 4][2] for i in range(64)]
     metrics = server.metrics()
     assert metrics["sandbox_sessions_open"] == 0 and metrics["episodes_scored"] >= 64
+
+
+def test_health_metadata_schema_and_state_are_openenvs(server):
+    import httpx
+
+    assert httpx.get(server.url + "/health", timeout=10).json() == {"status": "healthy"}
+    metadata = httpx.get(server.url + "/metadata", timeout=10).json()
+    assert metadata["name"] == "envscaler" and "scenario" in metadata["description"]
+    schema = httpx.get(server.url + "/schema", timeout=10).json()
+    assert schema["action"]["title"] == "CallToolAction" and schema["observation"]["title"] == "CallToolObservation"
+    assert "available_tools" in schema["reset_observation"]["properties"]
+    assert {"scenario_id", "step_count", "episode_id"} <= set(schema["state"]["properties"])
+    state = httpx.get(server.url + "/state", timeout=10).json()
+    assert state["step_count"] == 0 and state["episode_id"] is None  # a fresh instance: no episode
