@@ -26,5 +26,5 @@ def install() -> None:
         with _LOCK:
             return original(*args, **kwargs)
 
-    parse._envscaler_guarded = True  # type: ignore[attr-defined]
+    parse._envscaler_guarded = True  # type: ignore[attr-defined]  # a mark on our wrapper: installed once
     ast.parse = parse

@@ -15,7 +15,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterable, Optional, Sequence
+from typing import Any, Awaitable, Callable, Generic, Iterable, Optional, Sequence, TypeVar
 
 from pydantic import BaseModel
 
@@ -34,12 +34,16 @@ Work = Callable[[Any], Awaitable[Optional[Sequence[BaseModel] | BaseModel]]]
 _PACKAGES = ("openai", "pydantic", "xllamacpp", "gradio", "ray", "jsonpatch")
 
 
+C = TypeVar("C", bound=StageConfig)
+
+
 @dataclass
-class StageContext:
-    """What every stage needs while it runs: config, run dir, LLM clients and accounting."""
+class StageContext(Generic[C]):
+    """What every stage needs while it runs: config, run dir, LLM clients and accounting
+    (``StageContext[SkelBuilderConfig]`` and so on: the stage's own config type)."""
 
     name: str
-    config: StageConfig
+    config: C
     meter: UsageMeter = field(default_factory=UsageMeter)
     started: float = field(default_factory=time.monotonic)
     _cache: Optional[ResponseCache] = None
@@ -61,7 +65,7 @@ class StageContext:
     def client(self, role: str = "pipeline") -> LLMClient:
         """One shared client per role for the whole stage."""
         if role not in self._clients:
-            config = self.config.llm_config(role)  # type: ignore[arg-type]
+            config = self.config.llm_config(role)  # type: ignore[arg-type]  # roles come as str; an unknown one gets the defaults
             if config.cache and self._cache is None:
                 self._cache = ResponseCache(self.config.resolved_cache_path())
             self._clients[role] = LLMClient(config, cache=self._cache, meter=self.meter,

@@ -38,7 +38,7 @@ def selected_trials(run_dir: Path, ids: Iterable[str]) -> list[TrialRecord]:
 
 def endpoint_meta(ctx: StageContext, role: str = "agent") -> dict[str, Any]:
     """Which model answered: the endpoint, or the embedded model's name."""
-    config = ctx.config.llm_config(role)  # type: ignore[arg-type]
+    config = ctx.config.llm_config(role)  # type: ignore[arg-type]  # roles come as str; an unknown one gets the defaults
     embedded = not config.base_url or config.base_url == os.environ.get("ENVSCALER_EMBEDDED_URL")
     if embedded:
         from envscaler_core.llm.models import DEFAULT_MODEL

@@ -27,7 +27,7 @@ def rollout_engine(ctx: StageContext, *, agent: bool = True, user: bool = True) 
         agent: Create the agent client (False when a person plays the agent).
         user: Create the user client in ``user`` mode (False when a person plays the user).
     """
-    config: InteractConfig = ctx.config  # type: ignore[assignment]
+    config: InteractConfig = ctx.config
     settings = config.rollout_settings()
     with Sandbox(config.pool_size or max(1, config.concurrency), checker_timeout_s=config.checker_timeout_s) as sandbox:
         reward = ChecklistReward(Scorer(sandbox), progress=config.progress_reward)

@@ -85,7 +85,7 @@ class _Resolver:
             return Optional[self.resolve(args[0], depth + 1)]
         if name == "Literal":
             values = tuple(a.value for a in args if isinstance(a, ast.Constant))
-            return Literal[values] if values else Any  # type: ignore[valid-type]
+            return Literal[values] if values else Any  # type: ignore[valid-type]  # values known at run time
         if name == "Union":
             non_none = [a for a in args if not _is_none(a)]
             inner = self.resolve(non_none[0], depth + 1) if len(non_none) == 1 else Any

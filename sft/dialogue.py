@@ -101,7 +101,7 @@ def _add_result(turns: list[Turn], message: dict[str, Any]) -> None:
         raise DropSample("tool result without a preceding call")
     if turns[-1].kind == "calls":
         turns.append(Turn("results", call_ids=list(turns[-1].call_ids),
-                          results=[None] * len(turns[-1].calls)))  # type: ignore[list-item]
+                          results=[None] * len(turns[-1].calls)))  # type: ignore[list-item]  # filled below
     pending = turns[-1]
     call_id = message.get("tool_call_id")
     slot = pending.call_ids.index(call_id) if call_id in pending.call_ids else None

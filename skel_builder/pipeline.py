@@ -32,8 +32,8 @@ def retry_salt(ctx: StageContext, item_id: str) -> str:
     return f":retry{failed}" if failed else ""
 
 
-def _cfg(ctx: StageContext) -> SkelBuilderConfig:
-    return ctx.config  # type: ignore[return-value]
+def _cfg(ctx: StageContext[SkelBuilderConfig]) -> SkelBuilderConfig:
+    return ctx.config
 
 
 async def describe_task(ctx: StageContext, task: SourceTask) -> EnvDescription:

@@ -41,7 +41,7 @@ def parse_predicates(answer: str, rules: list[str]) -> list[tuple[str, str]]:
 
 
 def checker_source(function_source: str) -> str:
-    name = ast.parse(function_source).body[0].name  # type: ignore[attr-defined]
+    name = ast.parse(function_source).body[0].name  # type: ignore[attr-defined]  # the source is one def
     return (function_source.rstrip() + "\n\n\ndef check_func(final_state, initial_state=None):\n"
             f"    return bool({name}(final_state))\n")
 

@@ -23,7 +23,9 @@ def _initial_state(args: argparse.Namespace, env_id: str) -> dict:
     if args.scenarios:
         if not args.scenario_id:
             raise UserError("--scenarios needs --scenario-id")
-        scenario = read_scenarios(args.scenarios, {env_id: None}, [args.scenario_id])[0]  # type: ignore[dict-item]
+        # only the scenario's initial state is read: its environment is not needed
+        known = {env_id: None}
+        scenario = read_scenarios(args.scenarios, known, [args.scenario_id])[0]  # type: ignore[arg-type]  # see above
         return scenario.init_config
     state = read_json_file(args.state, "state") if args.state else {}
     if not isinstance(state, dict):

@@ -27,7 +27,7 @@ class PlayBackend:
     def __init__(self, ctx: StageContext, envs: dict[str, EnvSpec], scenarios: list[Scenario],
                  sandbox: Sandbox) -> None:
         self.ctx, self.envs, self.sandbox = ctx, envs, sandbox
-        self.config: InteractConfig = ctx.config  # type: ignore[assignment]
+        self.config: InteractConfig = ctx.config
         self.scenarios = {s.id: s for s in scenarios}
         self.scorer = Scorer(sandbox)
         self.reward = ChecklistReward(self.scorer, progress=self.config.progress_reward)

@@ -70,8 +70,8 @@ class PlaySession:
 
     async def step(self) -> None:
         """Plays the next automatic turn (no-op while a person must act)."""
-        if self.waiting_for in ("agent", "user") and not self.episode.done:  # type: ignore[union-attr]
-            await self.episode.step()  # type: ignore[union-attr]
+        if self.episode is not None and self.waiting_for in ("agent", "user") and not self.episode.done:
+            await self.episode.step()
             await self.refresh()
 
     async def run_all(self) -> None:

@@ -30,7 +30,7 @@ def add_tasks(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", default="auto", help="auto, toolace, apibank, jsonl or text")
 
 
-def context(args: argparse.Namespace, name: str = "skel_builder") -> StageContext:
+def context(args: argparse.Namespace, name: str = "skel_builder") -> StageContext[SkelBuilderConfig]:
     # --executor ray works: the sandbox pools re-create themselves in each Ray worker
     return StageContext(name, config_from_args(SkelBuilderConfig, "skel_builder", args))
 
@@ -38,7 +38,7 @@ def context(args: argparse.Namespace, name: str = "skel_builder") -> StageContex
 def execute(ctx: StageContext, title: str,
             step: Callable[[Sandbox], Awaitable[dict[str, Any]]]) -> int:
     """Run one async step with a sandbox pool, print the summary, update the manifest."""
-    cfg: SkelBuilderConfig = ctx.config  # type: ignore[assignment]
+    cfg: SkelBuilderConfig = ctx.config
 
     async def main() -> dict[str, Any]:
         with Sandbox(max(cfg.sandbox_workers, cfg.concurrency), 2) as pool:
