@@ -28,7 +28,8 @@ MORE_TOOLS = '''
         Args:
             member_id: Only this member's loans when given.
         """
-        return {"success": True, "data": [l for l in self.loans.values() if not member_id or l["member_id"] == member_id]}
+        loans = [loan for loan in self.loans.values() if not member_id or loan["member_id"] == member_id]
+        return {"success": True, "data": loans}
 '''
 # The test fixture's 4-tool library (its class is the last thing in the file) plus 3 tools.
 ENV_CODE = LIBRARY.read_text().rstrip() + "\n" + MORE_TOOLS

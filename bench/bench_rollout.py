@@ -11,8 +11,8 @@ match). Each (latency, concurrency) setting runs as a fresh command (``--setting
 * ``ideal`` / ``ratio``: ``concurrency / (4 x latency)`` and ``eps / ideal`` (latency > 0);
 * ``cpu_ms``: CPU ms per episode of the command's whole process tree (driver, sandbox hosts, session
   and checker processes) in the steady window; ``cpu_total_ms``: the same over the whole command,
-  start-up included (every descendant reaped: the command adopts orphans); ``server_ms``: the scripted server's CPU per episode
-  (accounted apart: a real endpoint is not on this machine);
+  start-up included (every descendant reaped: the command adopts orphans); ``server_ms``: the
+  scripted server's CPU per episode (accounted apart: a real endpoint is not on this machine);
 * ``cpu_ms_by``: ``cpu_ms`` by depth in the tree: the driver, the host template, the hosts, the
   environment templates, the sessions (and checker processes) they fork;
 * ``faults`` / ``faults_total``: minor page faults per episode of the whole tree (steady window /

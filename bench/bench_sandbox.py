@@ -93,7 +93,8 @@ def main() -> None:
     print(f"episodes of 20 calls per second (direct in-process: {direct_eps:.0f}/s):")
     for conc in (1, 4, 16):
         eps = throughput(conc, max(args.episodes, conc * 3))
-        print(f"  concurrency={conc:>2}: {eps:7.1f} episodes/s  ({eps * 20:7.0f} calls/s, direct/sandbox x{direct_eps / eps:.0f})")
+        print(f"  concurrency={conc:>2}: {eps:7.1f} episodes/s  ({eps * 20:7.0f} calls/s, "
+              f"direct/sandbox x{direct_eps / eps:.0f})")
 
 
 if __name__ == "__main__":

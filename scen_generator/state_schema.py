@@ -68,7 +68,7 @@ class _Resolver:
             except SyntaxError:
                 return Any
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-            return Optional[self.resolve(node.left, depth + 1)] if _is_none(node.right) else Any
+            return self.resolve(node.left, depth + 1) | None if _is_none(node.right) else Any
         if isinstance(node, ast.Subscript):
             return self._generic(_name(node.value), _subscript_args(node), depth)
         name = _name(node)
@@ -82,14 +82,14 @@ class _Resolver:
         if name in _DICTS:
             return dict[str, self.resolve(args[-1], depth + 1)] if len(args) == 2 else dict[str, Any]
         if name == "Optional":
-            return Optional[self.resolve(args[0], depth + 1)]
+            return self.resolve(args[0], depth + 1) | None
         if name == "Literal":
             values = tuple(a.value for a in args if isinstance(a, ast.Constant))
             return Literal[values] if values else Any  # type: ignore[valid-type]  # values known at run time
         if name == "Union":
             non_none = [a for a in args if not _is_none(a)]
             inner = self.resolve(non_none[0], depth + 1) if len(non_none) == 1 else Any
-            return Optional[inner] if len(non_none) < len(args) else inner
+            return inner | None if len(non_none) < len(args) else inner
         return Any
 
     def entity(self, name: str) -> type[BaseModel]:

@@ -88,8 +88,11 @@ def create_method(entity: EntityAnswer, state: StateAnswer) -> RoutineMethod:
     attrs = entity.attributes
     params = ", ".join(f"{a.name}: {PY_TYPES[a.type]}" for a in attrs)
     docs = "\n".join(f"        {a.name}: {a.description or a.name}" for a in attrs)
+    def no_bool(a) -> str:  # bool is an int subclass: a number field refuses it explicitly
+        return f" or isinstance({a.name}, bool)" if a.type in ("int", "float") else ""
+
     checks = "\n".join(
-        f'    if not isinstance({a.name}, {_CHECK[a.type]}){" or isinstance(" + a.name + ", bool)" if a.type in ("int", "float") else ""}:\n'
+        f'    if not isinstance({a.name}, {_CHECK[a.type]}){no_bool(a)}:\n'
         f'        return {{"success": False, "error": "{a.name} must be {a.type}"}}' for a in attrs)
     record = ", ".join(f'"{a.name}": {a.name}' for a in attrs)
     refs = "".join(f'    if {attr} not in self.{box_}:\n'

@@ -114,7 +114,8 @@ def _apply(view: dict[str, Any], methods: list[str], kind: str, payload: Any) ->
     if kind == "test_state":
         return f"Test state generated ({sum(len(v) for v in payload.values())} records)."
     if kind == "predicates":
-        return f"Rule predicates proven on the test state: {sum(p['status'] == 'true' for p in payload)} of {len(payload)}."
+        proven = sum(p["status"] == "true" for p in payload)
+        return f"Rule predicates proven on the test state: {proven} of {len(payload)}."
     if kind == "operations":
         view["operations"] = [[o["name"], o["type"], o["description"]] for o in payload]
         return f"{len(payload)} operations listed."
@@ -122,7 +123,8 @@ def _apply(view: dict[str, Any], methods: list[str], kind: str, payload: Any) ->
         if payload["ok"]:
             methods.append(payload["code"])
             view["code"] = view.get("_skeleton", "") + "\n" + "\n".join(methods)
-        return f"Method `{payload['name']}`: {'passed the executable gate' if payload['ok'] else 'dropped (never passed)'}."
+        outcome = "passed the executable gate" if payload["ok"] else "dropped (never passed)"
+        return f"Method `{payload['name']}`: {outcome}."
     if kind == "tools":
         view["tools"] = payload
         return f"Tool schemas derived from the code: {len(payload)} tools."

@@ -3,7 +3,8 @@
 Generic parts: :class:`RolloutEngine`, :class:`Episode`, :class:`AgentPolicy`,
 :class:`UserSimulator`, the protocols in ``types``, reports (``metrics``) and SFT filters
 (``filters``). EnvScaler-specific parts: scenario tasks and the env factory over the sandbox
-facade (``tasks``) and the checklist reward hook (``rewards``, over :mod:`envscaler_core.scoring`). Used by ``interact_with_env``, ``rl`` and ``evaluation``.
+facade (``tasks``) and the checklist reward hook (``rewards``, over :mod:`envscaler_core.scoring`).
+Used by ``interact_with_env``, ``rl`` and ``evaluation``.
 """
 from envscaler_core.rollout.agent import AgentAction, AgentCall, AgentPolicy
 from envscaler_core.rollout.engine import RolloutEngine, run_episodes

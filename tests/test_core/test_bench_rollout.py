@@ -11,7 +11,8 @@ from tests.bench_scripts import bench_module
 pytestmark = pytest.mark.perf
 
 BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4:\n    pass"
-CHILD = f"import subprocess, sys, time\nsubprocess.run([sys.executable, '-c', {BURN!r}])\nprint('done', flush=True)\ntime.sleep(60)"
+CHILD = (f"import subprocess, sys, time\nsubprocess.run([sys.executable, '-c', {BURN!r}])\n"
+         "print('done', flush=True)\ntime.sleep(60)")
 
 
 def test_tree_usage_counts_a_reaped_grandchild_one_level_below_its_parent():

@@ -36,7 +36,8 @@ GOOD = {
         "               and l['due_date'] == '2026-12-20' for l in final_state['loans'].values())\n",
     "Has loan L001 been returned?":
         "def check_func(final_state):\n"  # the original one-argument form
-        "    return final_state['loans']['L001']['returned'] is True and initial_state['loans']['L001']['returned'] is False\n",
+        "    return final_state['loans']['L001']['returned'] is True "
+        "and initial_state['loans']['L001']['returned'] is False\n",
 }
 ALWAYS_TRUE = "def check_func(final_state, initial_state):\n    return True\n"
 NEVER_TRUE = "def check_func(final_state, initial_state):\n    return False\n"

@@ -74,7 +74,8 @@ def test_text_mode_tool_calls_are_parsed():
     trajectory = samples.trajectory("t-text", [
         {"role": "user", "content": "Cancel A1"},
         {"role": "assistant",
-         "content": '<think>look</think>\n<tool_call>{"name": "get_order", "arguments": {"order_id": "A1"}}</tool_call>'},
+         "content": '<think>look</think>\n<tool_call>{"name": "get_order", '
+                    '"arguments": {"order_id": "A1"}}</tool_call>'},
         samples.tool("call_0", {"status": "pending"}),
         {"role": "assistant", "content": "Task Completed"}])
     trajectory.agent_mode = "text"
