@@ -46,6 +46,6 @@ def launch(args: argparse.Namespace, block: bool = True):
 
 
 def run(args: argparse.Namespace) -> int:
-    demo, backend, sandbox = launch(args, block=True)
+    _demo, _backend, sandbox = launch(args, block=True)
     sandbox.close()
     return 0
