@@ -69,19 +69,20 @@ class ForkedHost:
 
     def poll(self) -> Optional[int]:
         if self.returncode is None and fd_ready(self._pidfd, False, 0):
-            self._exited()
+            return self._exited()
         return self.returncode
 
     def wait(self, timeout: Optional[float] = None) -> int:
-        if self.returncode is None:
-            if not fd_ready(self._pidfd, False, timeout):
-                raise subprocess.TimeoutExpired(str(self.pid), timeout or 0)
-            self._exited()
-        return self.returncode
+        if self.returncode is not None:
+            return self.returncode
+        if not fd_ready(self._pidfd, False, timeout):
+            raise subprocess.TimeoutExpired(str(self.pid), timeout or 0)
+        return self._exited()
 
-    def _exited(self) -> None:
+    def _exited(self) -> int:
         self.returncode = -signal.SIGKILL  # the exit status belongs to the fork server (its parent)
         os.close(self._pidfd)
+        return self.returncode
 
     def __del__(self) -> None:  # pragma: no cover - best effort
         if self.returncode is None:
@@ -110,7 +111,7 @@ class ForkServer:
         self._stderr = tempfile.TemporaryFile()
         cmd = [*(prefix or []), sys.executable, "-s", *boot]
         try:
-            self.proc = subprocess.Popen(cmd, stdin=theirs, stdout=subprocess.DEVNULL, stderr=self._stderr,
+            self.proc = subprocess.Popen(cmd, stdin=theirs.fileno(), stdout=subprocess.DEVNULL, stderr=self._stderr,
                                          cwd=self.workdir, env=env(self.workdir), start_new_session=True,
                                          close_fds=True)
         finally:

@@ -95,7 +95,7 @@ class CallResult(BaseModel):
     ok: bool
     error_type: Optional[str] = None
     state_diff: list = Field(default_factory=list)
-    state_hash: Optional[str] = None
+    state_hash: str = ""
     duration_ms: float = 0.0
 
 

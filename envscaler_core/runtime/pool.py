@@ -73,7 +73,7 @@ class WorkerPool:
         self._owns_fork_server = isinstance(fork_server, _Own)
         self._fork_server = new_fork_server(self.limits) if isinstance(fork_server, _Own) else fork_server
         for _ in range(size if prestart is None else max(0, min(size, prestart))):
-            self._idle.put(self._start_worker())
+            self._idle.put(self._start_worker())  # type: ignore[arg-type]  # not only_if_room: never None
         _POOLS.add(self)
 
     def _start_worker(self, only_if_room: bool = False) -> Optional[Worker]:

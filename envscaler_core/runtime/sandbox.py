@@ -25,7 +25,7 @@ import functools
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Literal, Optional, overload
 
 from envscaler_core.artifacts import EnvSpec, ToolCall, content_id
 
@@ -241,6 +241,7 @@ class Sandbox:
                     cached = self.compute_schemas(env.env_class_code, env.env_class_name)
                     with self._lock:
                         self._tools[key] = cached
+        assert cached is not None  # read under the lock, or computed under the gate
         return cached
 
     def compute_schemas(self, code: str, class_name: str) -> list[dict]:
@@ -282,6 +283,14 @@ class Sandbox:
     async def _on_session(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._calls, fn, *args)
 
+    @overload
+    async def aopen(self, env: EnvSpec, state: Optional[dict] = None, *, seed: Optional[int] = None,
+                    behind: Literal[False] = False) -> AsyncSession: ...
+
+    @overload
+    async def aopen(self, env: EnvSpec, state: Optional[dict] = None, *, seed: Optional[int] = None,
+                    behind: bool) -> "AsyncSession | OpeningSession": ...
+
     async def aopen(self, env: EnvSpec, state: Optional[dict] = None, *, seed: Optional[int] = None,
                     behind: bool = False) -> "AsyncSession | OpeningSession":
         """Async :meth:`open`: a session whose ops are coroutines.
@@ -291,7 +300,10 @@ class Sandbox:
         """
         if behind:
             tools = await self.atools(env)
-            return OpeningSession(tools, asyncio.ensure_future(self.aopen(env, state, seed=seed)))
+            return OpeningSession(tools, asyncio.ensure_future(self._aopen_now(env, state, seed)))
+        return await self._aopen_now(env, state, seed)
+
+    async def _aopen_now(self, env: EnvSpec, state: Optional[dict], seed: Optional[int]) -> AsyncSession:
         return AsyncSession(await self.in_thread(self.open, env, state, seed=seed), self._on_session, self.in_thread)
 
     async def atools(self, env: EnvSpec) -> list[dict]:

@@ -143,8 +143,8 @@ class EnvSession:
 
     def _open(self, state: dict, fresh_worker: bool) -> None:
         limits = self._pool.limits
-        fresh = fresh_worker and self._worker is not None
-        worker = self._pool.replace(self._worker) if fresh else self._pool.acquire()
+        old = self._worker if fresh_worker else None
+        worker = self._pool.replace(old) if old is not None else self._pool.acquire()
         self._worker = None
         req = {"op": "load", "code": self._code, "class_name": self._class_name,
                "init_config": self._init_config, "initial_state": state, "seed": self._seed}
@@ -237,7 +237,10 @@ class EnvSession:
     def _answer(self, tool: str, arguments: Any) -> tuple[dict, Optional[str], list]:
         """(observation, error type, diff) of a call, under the lock."""
         args, obs = self._check_call(tool, arguments)
-        return self._remote_call(tool, args) if obs is None else (obs, obs["error_type"], [])
+        if obs is not None:
+            return obs, obs["error_type"], []
+        assert args is not None  # parsed: there is no error observation
+        return self._remote_call(tool, args)
 
     async def _answer_on_loop(self, tool: str, arguments: Any) -> tuple[Any, Optional[tuple]]:
         """(the answer, None), or (None, (fn, *args)): what must finish it on a thread."""

@@ -160,7 +160,9 @@ class Worker:
         finally:
             os.close(ended_w)
         os.set_blocking(self._ended, False)
-        self.chan = FrameChannel(self.proc.stdout.fileno(), self.proc.stdin.fileno(), limits.max_frame_bytes)
+        stdout, stdin = self.proc.stdout, self.proc.stdin
+        assert stdout is not None and stdin is not None  # both kinds of host are started with pipes
+        self.chan = FrameChannel(stdout.fileno(), stdin.fileno(), limits.max_frame_bytes)
         self.ready = False
         self.dead = False
         self._posted: Optional[float] = None  # deadline of a posted op's unread answer
@@ -365,7 +367,8 @@ class Worker:
             log.error("sandbox worker %s did not die", self.proc.pid)
         for f in (self.proc.stdin, self.proc.stdout, self._stderr):
             try:
-                f.close()
+                if f is not None:
+                    f.close()
             except OSError:
                 pass
         try:

@@ -8,7 +8,7 @@ reply ends the process, so no Python state outlives the session.
 """
 from __future__ import annotations
 
-import _signal  # the C functions: signal's wrappers turn masks into enum members, pages a cell would copy
+import _signal  # type: ignore[import-not-found]  # no stubs; the C functions: signal's wrappers build enum members, pages a cell would copy
 import gc
 import os
 import signal
@@ -65,7 +65,7 @@ def serve(in_fd: int, send: Send, limits: dict, first: Optional[dict] = None, ex
             except (ProtocolError, OSError, ValueError):
                 return PARENT_GONE
         op = req.get("op") if isinstance(req, dict) else None
-        handler = handlers.get(op)
+        handler = handlers.get(op) if isinstance(op, str) else None
         try:
             resp = handler(req) if handler else {"ok": False, "error_type": "protocol", "error": f"bad op {op!r}"}
         except BaseException as exc:  # noqa: BLE001 - report, never die silently

@@ -168,8 +168,8 @@ class Executor:
         cls = self.cls
         if cls is None:
             cls, error = load_class(req["code"], req["class_name"])
-            if error:
-                return error
+            if cls is None:
+                return error or _fail("class_not_found", f"class {req['class_name']!r} not found")
             self.tools = build_tools(cls)
         tools = {} if req.get("tools") is False else {  # False: the parent has them already
             "tools": [t.schema for t in self.tools.values()], "warnings": [w for t in self.tools.values() for w in t.warnings]}

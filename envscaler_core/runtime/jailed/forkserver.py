@@ -66,7 +66,7 @@ def reap_children(*_: object) -> None:
     """SIGCHLD: reaps exited hosts (the parent watches them through pidfds, not through us)."""
     while True:
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            pid, _status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:

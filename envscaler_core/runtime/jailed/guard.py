@@ -23,6 +23,7 @@ import platform
 import resource
 import signal
 import sys
+from typing import Any
 
 _CAPSET_SYSCALL = {"x86_64": 126, "aarch64": 91}
 _PR_SET_PDEATHSIG, _PR_SET_NO_NEW_PRIVS, _PR_CAPBSET_DROP = 1, 38, 24
@@ -221,11 +222,11 @@ def install_audit_hook(root: str, trusted: frozenset = frozenset()) -> None:
             frame = frame.f_back
         return False
 
-    def hook(event: str, args: tuple) -> None:
+    def hook(event: str, args: tuple[Any, ...]) -> None:
         if event == "open":
             if len(args) >= 3 and is_write(args[1], args[2]) and not inside(args[0], root):
                 raise PermissionError(f"sandbox: writing {args[0]!r} outside the working directory is not allowed")
-            path = args[0]
+            path = args[0] if args else None
             if isinstance(path, str) and "proc" in path and realpath(path).startswith("/proc/") \
                     and not realpath(path).startswith((*public_proc, f"/proc/{getpid()}/")):  # pid now: templates fork
                 raise PermissionError("sandbox: reading other processes' /proc entries is not allowed")

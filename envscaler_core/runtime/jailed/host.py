@@ -91,8 +91,8 @@ def _fork_cold_cell(in_fd: int, reply_fd: int, key: bytes, cfg: dict, prepared: 
 def _describe(status: int) -> str:
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        hint = {signal.SIGSEGV: " (stack overflow?)", signal.SIGXCPU: " (CPU time limit)",
-                signal.SIGKILL: " (killed, possibly out of memory)"}.get(sig, "")
+        hint = {int(signal.SIGSEGV): " (stack overflow?)", int(signal.SIGXCPU): " (CPU time limit)",
+                int(signal.SIGKILL): " (killed, possibly out of memory)"}.get(sig, "")
         return f"sandbox process was killed by {signal.Signals(sig).name}{hint}"
     if os.WEXITSTATUS(status) == HARDENING_FAILED:
         return "sandbox hardening failed in the cell (see the worker's posture)"
@@ -109,7 +109,7 @@ def preload() -> None:
     typing.TypedDict = typing_extensions.TypedDict  # type: ignore[misc]  # the backport is what pydantic reads
     import collections, copy, dataclasses, datetime, decimal, enum, functools, hashlib  # noqa: E401,F401
     import itertools, math, random, re, statistics, string, time, uuid  # noqa: E401,F401
-    import _strptime, sqlite3, zoneinfo  # noqa: E401,F401 - lazily imported by honest code
+    import _strptime, sqlite3, zoneinfo  # type: ignore[import-not-found]  # noqa: E401,F401 - no stubs; lazily imported by honest code
     import jsonpatch  # noqa: F401
     import RestrictedPython  # noqa: F401
     from pydantic import BaseModel, create_model  # noqa: F401
@@ -154,13 +154,14 @@ def main(cfg: Optional[dict] = None) -> None:
         os._exit(1)
 
 
-def _host(cfg: Optional[dict] = None) -> None:
+def _host(warm_cfg: Optional[dict] = None) -> None:
     """Host loop: preload (unless forked warm), probe the confinement, report ready, serve sessions forever."""
     from ..wire.framing import ProtocolError, read_body, write_frame
     from ..wire.replies import HOST, KEY_BYTES, write_signed
     from . import filesystem, guard, templates
 
-    warm, cfg = cfg is not None, cfg or json.loads(sys.argv[1])
+    warm = warm_cfg is not None
+    cfg: dict = warm_cfg if warm_cfg is not None else json.loads(sys.argv[1])
     if cfg["ended_fd"] != ENDED_FD:  # a cold host (pass_fds kept the parent's number): move it
         os.dup2(cfg["ended_fd"], ENDED_FD)
         os.close(cfg["ended_fd"])

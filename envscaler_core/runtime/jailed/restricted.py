@@ -25,12 +25,14 @@ import operator
 import re
 import string
 import types
-from typing import Any
+from typing import Any, Literal
 
 import ast
 import copy
 
-from RestrictedPython import RestrictingNodeTransformer, compile_restricted, safe_builtins
+from RestrictedPython.compile import compile_restricted
+from RestrictedPython.Guards import safe_builtins
+from RestrictedPython.transformer import RestrictingNodeTransformer
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence, safer_getattr
 
 from ..wire.purity import PURE_MODULES
@@ -153,13 +155,13 @@ class _CheckerPolicy(RestrictingNodeTransformer):
         if isinstance(node.target, (ast.Subscript, ast.Attribute)):
             load = copy.deepcopy(node.target)
             for sub in ast.walk(load):
-                if hasattr(sub, "ctx"):
+                if isinstance(sub, (ast.Name, ast.Attribute, ast.Subscript, ast.Starred, ast.List, ast.Tuple)):
                     sub.ctx = ast.Load()
             assign = ast.Assign(targets=[node.target], value=ast.BinOp(left=load, op=node.op, right=node.value))
             return self.visit(ast.fix_missing_locations(ast.copy_location(assign, node)))
         return super().visit_AugAssign(node)
 
 
-def compile_checker(source: str, filename: str, mode: str = "exec"):
+def compile_checker(source: str, filename: str, mode: Literal["exec", "eval", "single"] = "exec"):
     """RestrictedPython's compile; a refused construct is a SyntaxError naming the line."""
     return compile_restricted(source, filename, mode, policy=_CheckerPolicy)

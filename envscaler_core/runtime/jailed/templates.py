@@ -32,7 +32,7 @@ at a module's top level sees one state per template.
 """
 from __future__ import annotations
 
-import _signal
+import _signal  # type: ignore[import-not-found]  # no stubs (see cell.py)
 import gc
 import hashlib
 import json

@@ -65,8 +65,8 @@ def _parse_args(lines: list[str]) -> dict[str, str]:
         base = indent if base is None else base
         match = _ARG_LINE.match(line.strip())
         if indent <= base and match:
-            last = match.group(1)
-            args[last] = match.group(3).strip()
+            last = name = match.group(1) or ""
+            args[name] = (match.group(3) or "").strip()
         elif last is not None:
             args[last] = (args[last] + " " + line.strip()).strip()
     return args
@@ -206,7 +206,8 @@ def _fallback(cls: type, name: str, func: Any, exc: Exception) -> ToolSpec:
               if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     fields = {f"p{i}": (Any, Field(... if p.default is p.empty else None, alias=p.name))
               for i, p in enumerate(params)}
-    model = create_model(f"{cls.__name__}_{name}_args", __config__=ConfigDict(extra="forbid"), **fields)
+    model = create_model(f"{cls.__name__}_{name}_args", __config__=ConfigDict(extra="forbid"),
+                         **fields)  # type: ignore[call-overload]  # fields built at run time: the overloads cannot type them
     props = {p.name: {} for p in params}
     req = [p.name for p in params if p.default is p.empty]
     parameters = {"type": "object", "properties": props, "required": req}
