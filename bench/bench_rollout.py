@@ -9,16 +9,16 @@ match). Each (latency, concurrency) setting runs as a fresh command (``--setting
 * ``first_s``: seconds from the command's start to the first finished (scored) episode;
 * ``eps``: steady-state episodes/s (completions between 20 % and 90 % of the run);
 * ``ideal`` / ``ratio``: ``concurrency / (4 x latency)`` and ``eps / ideal`` (latency > 0);
-* ``cpu_ms``: CPU ms per episode of the command's whole process tree (driver, sandbox hosts, session
-  and checker processes) in the steady window; ``cpu_total_ms``: the same over the whole command,
+* ``cpu_ms``: CPU ms per episode of the command's whole process tree (driver, sandbox hosts, templates
+  and cells) in the steady window; ``cpu_total_ms``: the same over the whole command,
   start-up included (every descendant reaped: the command adopts orphans); ``server_ms``: the
   scripted server's CPU per episode (accounted apart: a real endpoint is not on this machine);
-* ``cpu_ms_by``: ``cpu_ms`` by depth in the tree: the driver, the host template, the hosts, the
-  environment templates, the sessions (and checker processes) they fork;
+* ``cpu_ms_by``: ``cpu_ms`` by depth in the tree: the driver, the fork server, the hosts, the
+  templates, the cells (sessions and checker batches) they fork;
 * ``faults`` / ``faults_total``: minor page faults per episode of the whole tree (steady window /
   whole command) and ``switches_total``: its context switches per episode. These count work
   rather than time, so they barely move with the VM's speed: compare them first when a change
-  is meant to save CPU (mostly copy-on-write faults of forked sessions, ~4-5 us each here);
+  is meant to save CPU (mostly copy-on-write faults of forked cells);
 * ``rewards``: a digest of every episode's reward (a change of speed must leave it identical).
 
 ``--env`` runs the same episodes, scored the same way (identical reward digests), with a cheaper
@@ -98,7 +98,7 @@ def _stat(pid: int) -> tuple[int, float, float, int]:
             int(fields[7]) + int(fields[8]))
 
 
-DEPTHS = ("driver", "host template", "hosts", "env templates", "sessions")
+DEPTHS = ("driver", "fork server", "hosts", "templates", "cells")
 
 
 def tree_usage() -> tuple[float, int, list[float]]:
