@@ -34,7 +34,7 @@ FIXTURES = ROOT / "tests" / "test_interact_with_env" / "fixtures"
 
 def _reexec_in_openenv_venv() -> None:
     try:
-        import openenv  # noqa: F401
+        import openenv  # noqa: F401 - only whether this venv has it
     except ImportError:
         if not OPENENV_PYTHON.exists():
             sys.exit("bench_openenv needs the openenv venv: make setup-openenv")
@@ -136,7 +136,7 @@ async def session(
             tally.held -= 1
         try:
             await env.close()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - a close that fails is the server's to report, not the bench's
             pass
 
 

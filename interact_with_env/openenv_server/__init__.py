@@ -12,7 +12,7 @@ from envscaler_core.cli import UserError
 def require_openenv() -> None:
     """Raises a one-line :class:`UserError` naming the fix when ``openenv`` is not installed."""
     try:
-        import openenv.core.env_server.http_server  # noqa: F401  # pyright: ignore[reportMissingImports]
+        import openenv.core.env_server.http_server  # noqa: F401 - only whether this venv has it
     except ImportError as exc:
         raise UserError(
             f"serving over OpenEnv needs the openenv package ({exc}); run `make setup-openenv` and use "

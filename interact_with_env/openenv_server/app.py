@@ -81,9 +81,9 @@ def service_from_files(
 def build_app(service: EpisodeService, options: ServerOptions) -> Any:
     """The FastAPI app (OpenEnv's) serving ``service``'s scenarios."""
     require_openenv()
-    from openenv.core.env_server.http_server import create_app  # pyright: ignore[reportMissingImports]
-    from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation  # pyright: ignore[reportMissingImports]
-    from openenv.core.env_server.types import ConcurrencyConfig  # pyright: ignore[reportMissingImports]
+    from openenv.core.env_server.http_server import create_app
+    from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation
+    from openenv.core.env_server.types import ConcurrencyConfig
 
     from interact_with_env.openenv_server.auth import BearerTokenMiddleware
     from interact_with_env.openenv_server.environment import EnvScalerEnvironment, EpisodeObservation, EpisodeState
@@ -109,11 +109,11 @@ def build_app(service: EpisodeService, options: ServerOptions) -> Any:
         counters["refused_requests"] = guard.refused if guard is not None else 0
         return counters
 
-    guard: BearerTokenMiddleware | None = None
+    guard: BearerTokenMiddleware | _LazyGuard | None = None
     if options.token:
         app.add_middleware(BearerTokenMiddleware, token=options.token)
         # Starlette builds the middleware stack lazily: the guard instance is found on first use.
-        guard = _LazyGuard(app)  # type: ignore[assignment]
+        guard = _LazyGuard(app)
     return app
 
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from openenv.core.env_server.interfaces import Environment  # pyright: ignore[reportMissingImports]
-from openenv.core.env_server.mcp_types import (  # pyright: ignore[reportMissingImports]
+from openenv.core.env_server.interfaces import Environment
+from openenv.core.env_server.mcp_types import (
     CallToolAction,
     CallToolObservation,
     ListToolsAction,
@@ -27,7 +27,7 @@ from openenv.core.env_server.mcp_types import (  # pyright: ignore[reportMissing
     ToolError,
     ToolErrorType,
 )
-from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State  # pyright: ignore[reportMissingImports]
+from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
 from pydantic import Field
 
 from interact_with_env.openenv_server.service import EpisodeService, ServedEpisode, ServiceError, StepView

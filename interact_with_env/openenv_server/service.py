@@ -11,6 +11,7 @@ reward, the checks and the state hashes exist only once the episode has ended.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import itertools
 import json
 import logging
@@ -153,7 +154,7 @@ class EpisodeService:
         self.metrics = ServerMetrics()
         self._order = itertools.count()
         self._serial = itertools.count()
-        self._pending: set[asyncio.Future] = set()  # closes posted from other threads, kept alive
+        self._pending: set[concurrent.futures.Future] = set()  # closes posted from other threads, kept alive
 
     # ------------------------------------------------------------------ choosing
     def scenario(self, scenario_id: str | None = None, seed: int | None = None) -> Scenario:
@@ -302,8 +303,8 @@ class EpisodeService:
         if served.env is None or loop.is_closed():
             return
         future = asyncio.run_coroutine_threadsafe(self.discard(served), loop)
-        self._pending.add(future)  # type: ignore[arg-type]
-        future.add_done_callback(self._pending.discard)  # type: ignore[arg-type]
+        self._pending.add(future)
+        future.add_done_callback(self._pending.discard)
 
     async def _close(self, env: ToolEnv) -> None:
         try:

@@ -26,7 +26,7 @@ LIBRARY = REPO / "tests" / "test_interact_with_env" / "fixtures"
 DEMO = REPO / "interact_with_env" / "data"
 
 try:
-    import openenv  # noqa: F401
+    import openenv  # noqa: F401 - only whether this venv has it
 except ImportError:
     pytest.fail("the openenv tier needs the openenv package: make setup-openenv, then make test-openenv", pytrace=False)
 
