@@ -25,10 +25,16 @@ HERE = Path(__file__).parent
 LIBRARY = REPO / "tests" / "test_interact_with_env" / "fixtures"
 DEMO = REPO / "interact_with_env" / "data"
 
-try:
-    import openenv  # noqa: F401 - only whether this venv has it
-except ImportError:
-    pytest.fail("the openenv tier needs the openenv package: make setup-openenv, then make test-openenv", pytrace=False)
+
+@pytest.fixture(autouse=True, scope="session")
+def _openenv_installed() -> None:
+    # A fixture, not a module-level check: pytest imports this conftest at start-up in every venv
+    # (it loads the conftest.py of each test* folder), also where this folder is --ignore'd.
+    try:
+        import openenv  # noqa: F401 - only whether this venv has it
+    except ImportError:
+        pytest.fail("the openenv tier needs the openenv package: make setup-openenv, then make test-openenv",
+                    pytrace=False)
 
 
 def counter_records() -> tuple[EnvSpec, Scenario]:
