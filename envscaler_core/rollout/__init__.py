@@ -14,11 +14,11 @@ from envscaler_core.rollout.metrics import build_report, is_success, report_rows
 from envscaler_core.rollout.rewards import ChecklistReward
 from envscaler_core.rollout.tasks import ScenarioEnvs, ScenarioPayload, env_introduction, episode_tasks
 from envscaler_core.rollout.types import (BehindOpener, EnvFactory, EpisodeOutcome, EpisodeTask, PreparingRewardHook,
-                                          RewardHook, RewardResult, RolloutSettings, StartingEnv, ToolEnv)
+                                          RewardHook, RewardResult, RolloutSettings, StartingEnv, ToolEnv, offers)
 from envscaler_core.rollout.user_sim import STOP, UserSimulator, parse_user_reply
 
 __all__ = ["AgentAction", "AgentCall", "AgentPolicy", "BehindOpener", "ChecklistReward", "EnvFactory", "Episode",
            "EpisodeOutcome", "EpisodeTask", "FilterSettings", "PreparingRewardHook", "RewardHook", "RewardResult",
            "RolloutEngine", "RolloutSettings", "STOP", "ScenarioEnvs", "ScenarioPayload", "StartingEnv",
            "ToolEnv", "UserSimulator", "build_report", "env_introduction", "episode_tasks", "filter_reasons",
-           "filter_trajectories", "is_success", "parse_user_reply", "report_rows", "run_episodes", "success_counts"]
+           "filter_trajectories", "is_success", "offers", "parse_user_reply", "report_rows", "run_episodes", "success_counts"]

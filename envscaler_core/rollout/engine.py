@@ -17,7 +17,7 @@ from envscaler_core.llm import LLMClient
 from envscaler_core.rollout.agent import AgentPolicy
 from envscaler_core.rollout.episode import Episode, EventHook
 from envscaler_core.rollout.types import (BehindOpener, EnvFactory, EpisodeOutcome, EpisodeTask,
-                                          PreparingRewardHook, RewardHook, RolloutSettings, ToolEnv)
+                                          PreparingRewardHook, RewardHook, RolloutSettings, ToolEnv, offers)
 from envscaler_core.rollout.user_sim import UserSimulator
 
 log = logging.getLogger(__name__)
@@ -60,9 +60,9 @@ class RolloutEngine:
         ahead of the episode: it must start before the environment opens, so that a reference
         replay runs beside the sandbox's start-up rather than queueing behind it, and is done by
         the episode's first score."""
-        if isinstance(self.reward_hook, PreparingRewardHook):
+        if offers(self.reward_hook, PreparingRewardHook):
             self.reward_hook.prepare(task)
-        if behind and isinstance(self.env_factory, BehindOpener):
+        if behind and offers(self.env_factory, BehindOpener):
             return await self.env_factory.open_behind(task)
         return await self.env_factory.open(task)
 

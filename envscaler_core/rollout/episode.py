@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 from envscaler_core.artifacts import StepRecord, Trajectory, Usage
 from envscaler_core.prompts import render_prompt
 from envscaler_core.rollout.agent import MALFORMED_TOOL, AgentAction, AgentCall, AgentPolicy
-from envscaler_core.rollout.types import FORMAT_ERROR_TYPES, EpisodeTask, RolloutSettings, StartingEnv, ToolEnv
+from envscaler_core.rollout.types import FORMAT_ERROR_TYPES, EpisodeTask, RolloutSettings, StartingEnv, ToolEnv, offers
 from envscaler_core.runtime import CallResult
 from envscaler_core.rollout.user_sim import STOP, UserSimulator, UserTurn
 
@@ -63,7 +63,8 @@ class Episode:
         Args:
             opening: In ``user`` mode, a person's first message instead of the simulator's.
         """
-        if isinstance(self.env, StartingEnv):  # the first model call need not wait for the sandbox
+        starting = offers(self.env, StartingEnv)  # then the first model call need not wait for the sandbox
+        if starting:
             self._initial = asyncio.ensure_future(self.env.snapshot())
         else:
             self.initial_state = await self.env.snapshot()

@@ -7,8 +7,9 @@ and scores the episode with any :class:`RewardHook`. The sandboxed EnvScaler env
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional, Protocol, runtime_checkable
+from typing import Any, Literal, Optional, Protocol, TypeGuard, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -82,10 +83,10 @@ class ToolEnv(Protocol):
 
 
 @runtime_checkable
-class StartingEnv(ToolEnv, Protocol):
-    """A :class:`ToolEnv` that may still be starting: its ``tools`` are known, every op waits for
-    the start (``Sandbox.aopen(..., behind=True)``). An episode asks the model while it starts
-    and takes its initial snapshot before its first tool call."""
+class StartingEnv(Protocol):
+    """A capability of a :class:`ToolEnv`: it may still be starting; its ``tools`` are known and
+    every op waits for the start (``Sandbox.aopen(..., behind=True)``). An episode asks the model
+    while it starts and takes its initial snapshot before its first tool call."""
 
     async def opened(self) -> ToolEnv: ...
 
@@ -97,10 +98,10 @@ class EnvFactory(Protocol):
 
 
 @runtime_checkable
-class BehindOpener(EnvFactory, Protocol):
-    """An :class:`EnvFactory` that can also return an environment before it has started (a
-    :class:`StartingEnv`): :meth:`RolloutEngine.run_episode` then asks the model while the
-    environment starts."""
+class BehindOpener(Protocol):
+    """A capability of an :class:`EnvFactory`: it can also return an environment before it has
+    started (a :class:`StartingEnv`); :meth:`RolloutEngine.run_episode` then asks the model while
+    the environment starts."""
 
     async def open_behind(self, task: EpisodeTask) -> ToolEnv: ...
 
@@ -131,10 +132,24 @@ class RewardHook(Protocol):
 
 
 @runtime_checkable
-class PreparingRewardHook(RewardHook, Protocol):
-    """A :class:`RewardHook` with work to start ahead of each episode: the engine calls
+class PreparingRewardHook(Protocol):
+    """A capability of a :class:`RewardHook`: work to start ahead of each episode. The engine calls
     ``prepare(task)`` before it opens the episode's environment (``RolloutEngine.open_env``:
     rollouts, ``rl`` and the play demo), so that what the score will need and that does not
     depend on the episode (a reference replay) runs while the episode does. It returns at once."""
 
     def prepare(self, task: EpisodeTask) -> None: ...
+
+
+_Capability = TypeVar("_Capability")
+
+
+def offers(obj: object, capability: type[_Capability]) -> TypeGuard[_Capability]:
+    """Whether ``obj`` has ``capability`` (:class:`StartingEnv`, :class:`BehindOpener`,
+    :class:`PreparingRewardHook`: protocols of methods only), decided once per class."""
+    return _class_offers(type(obj), capability)
+
+
+@functools.lru_cache(maxsize=None)
+def _class_offers(cls: type, capability: type) -> bool:
+    return issubclass(cls, capability)
