@@ -1,5 +1,5 @@
-"""Hosts forked from the pool's warm template, and sessions forked from an environment's template,
-keep the isolation of a cold start."""
+"""Hosts forked by the fork server, and cells forked from an environment's template, keep the
+isolation of a cold start."""
 import json
 import os
 import signal
@@ -39,7 +39,7 @@ def pool():
         yield p
 
 
-def test_hosts_are_forked_from_the_template_and_isolated_like_cold_ones(pool):
+def test_hosts_are_forked_by_the_fork_server_and_isolated_like_cold_ones(pool):
     cold = Worker(FAST_LIMITS)
     try:
         cold.request({"op": "ping"}, 5)
@@ -56,7 +56,7 @@ def test_hosts_are_forked_from_the_template_and_isolated_like_cold_ones(pool):
         for w, pid in zip(workers, pids):
             assert os.getpgid(pid) == pid  # own process group: a timeout kills host and session together
             assert os.readlink(f"/proc/{pid}/cwd") == w.workdir
-            assert fds(pid) == cold_fds  # nothing inherited from the template beyond a cold host's
+            assert fds(pid) == cold_fds  # nothing inherited from the fork server beyond a cold host's
         if netns_prefix() is not None:
             nets = {os.readlink(f"/proc/{pid}/ns/net") for pid in [os.getpid(), pool.fork_server.proc.pid, *pids]}
             assert len(nets) == 5  # every host in a network namespace of its own
@@ -91,7 +91,7 @@ def test_a_host_killed_before_it_leads_its_own_group_dies_too():
         proc.wait()
 
 
-def test_a_dead_template_falls_back_to_cold_hosts():
+def test_a_dead_fork_server_falls_back_to_cold_hosts():
     with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
         pool.fork_server.proc.kill()
         pool.fork_server.proc.wait()
