@@ -14,10 +14,11 @@ VENDOR ?= ../shared/vendor
 OFFICIAL ?= .official
 ROLL_VENV ?= .venv-roll
 ROLL_COPY := $(ROLL_VENV)/src/ROLL
-# tiers with their own venv are collected only by that venv's pytest
-NOT_EVAL := --ignore=tests/test_evaluation --ignore=tests/test_roll --ignore=tests/test_openenv
+# tiers with their own venv are collected only by that venv's pytest (tests/test_consumers: by
+# test-verifiers / test-trl, which need their venvs)
+NOT_EVAL := --ignore=tests/test_evaluation --ignore=tests/test_roll --ignore=tests/test_openenv --ignore=tests/test_consumers
 
-.PHONY: setup-openenv test-openenv lint format test-unit test-bench test-sandbox-user setup setup-eval test-eval test-eval-embedded demo test test-embedded test-browser test-train test-ray test-all bench serve setup-train setup-browser setup-roll test-roll clean
+.PHONY: setup-openenv test-openenv setup-verifiers test-verifiers setup-trl test-trl lint format test-unit test-bench test-sandbox-user setup setup-eval test-eval test-eval-embedded demo test test-embedded test-browser test-train test-ray test-all bench serve setup-train setup-browser setup-roll test-roll clean
 
 setup: $(VENV)/.installed
 
@@ -146,10 +147,41 @@ $(OPENENV_VENV)/.installed: requirements-openenv.txt requirements.txt pyproject.
 test-openenv: setup-openenv
 	$(OPENENV_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_openenv -m openenv
 
-test-all: test test-embedded test-browser test-ray test-train test-eval test-roll
+# verifiers v1 (vf-eval, openenv taskset) and TRL 1.x (multi-turn GRPO, `rl trl-train`) drive the
+# OpenEnv server through their own code, each from its own venv (verifiers pins mcp 2.0.0 and so the
+# openenv 0.4.1 client; LlamaFactory's .venv-train pins trl<=0.24). The tests run from the main venv.
+VERIFIERS_VENV ?= .venv-verifiers
+TRL_VENV ?= .venv-trl
+
+setup-verifiers: $(VERIFIERS_VENV)/.installed
+
+$(VERIFIERS_VENV)/.installed: requirements-verifiers.txt
+	test -x $(VERIFIERS_VENV)/bin/python || $(PYTHON) -m venv $(VERIFIERS_VENV)
+	$(VERIFIERS_VENV)/bin/python -m pip -q install -U pip
+	$(VERIFIERS_VENV)/bin/python -m pip -q install -r requirements-verifiers.txt
+	touch $@
+
+test-verifiers: setup setup-openenv setup-verifiers
+	ENVSCALER_VERIFIERS_PYTHON=$(VERIFIERS_VENV)/bin/python ENVSCALER_OPENENV_PYTHON=$(OPENENV_VENV)/bin/python \
+	$(PYTEST) tests/test_consumers -m verifiers
+
+setup-trl: $(TRL_VENV)/.installed
+
+$(TRL_VENV)/.installed: requirements-trl.txt requirements-openenv.txt requirements.txt pyproject.toml
+	test -x $(TRL_VENV)/bin/python || $(PYTHON) -m venv $(TRL_VENV)
+	$(TRL_VENV)/bin/python -m pip -q install -U pip
+	$(TRL_VENV)/bin/python -m pip -q install torch==2.13.0
+	$(TRL_VENV)/bin/python -m pip -q install -r requirements-trl.txt
+	$(TRL_VENV)/bin/python -m pip -q install --no-deps -e .
+	touch $@
+
+test-trl: setup setup-trl
+	ENVSCALER_TRL_PYTHON=$(TRL_VENV)/bin/python $(PYTEST) tests/test_consumers -m trl
+
+test-all: test test-embedded test-browser test-ray test-train test-eval test-roll test-verifiers test-trl
 
 bench: setup
 	$(PY) bench/run_all.py
 
 clean:
-	rm -rf runs $(VENV) $(TRAIN_VENV) $(EVAL_VENV) $(ROLL_VENV)
+	rm -rf runs $(VENV) $(TRAIN_VENV) $(EVAL_VENV) $(ROLL_VENV) $(VERIFIERS_VENV) $(TRL_VENV)

@@ -1,16 +1,27 @@
-"""``python -m rl trl-train``: GRPO with TRL on EnvScaler scenarios and checker rewards.
+"""``python -m rl trl-train``: multi-turn GRPO with TRL on our scenarios, served over OpenEnv.
 
-Runs in the training venv (``make setup-train``: trl 0.24 + transformers 4.57.1). The same
-command serves CPU smoke runs (a tiny model, ``--set use_cpu=true``) and GPU runs (a real model,
-``--set use_vllm=true`` etc.: every ``--set`` key is a ``GRPOConfig`` field). Writes
-``trl_summary.json`` in ``--out``: steps, losses, mean rewards, wall seconds.
+Runs in the TRL venv (``make setup-trl``: trl 1.x, transformers 5, openenv). The scenarios are
+served by ``python -m interact_with_env serve-openenv`` (started here on a free loopback port,
+or an existing server given by ``--env-url``). TRL's ``GRPOTrainer`` drives each rollout as a
+multi-turn episode through ``environment_factory`` (:mod:`rl.trl_openenv`): the model's tool
+calls go to the server, their results come back as tool messages, and the episode's reward is
+the server's checklist reward. The same command serves CPU smoke runs (a tiny model,
+``--set use_cpu=true``) and GPU runs (every ``--set`` key is a ``GRPOConfig`` field, e.g.
+``use_vllm=true``). Writes ``trl_summary.json`` (steps, losses, rewards, wall seconds) and
+``episodes.jsonl`` (each rollout's calls and the reward the server gave) in ``--out``.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
+import os
+import socket
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,19 +30,23 @@ from envscaler_core.config import parse_overrides
 
 SMOKE_DEFAULTS: dict[str, Any] = {
     "max_steps": 4, "per_device_train_batch_size": 4, "num_generations": 4,
-    "max_completion_length": 32, "max_prompt_length": None, "learning_rate": 1e-5,
+    "max_completion_length": 256, "max_tool_calling_iterations": 6, "learning_rate": 1e-5,
     "logging_steps": 1, "save_strategy": "no", "report_to": "none", "bf16": False,
-    "temperature": 0.99, "beta": 0.1, "seed": 0, "dataloader_num_workers": 0,
+    "temperature": 0.99, "beta": 0.0, "seed": 0, "dataloader_num_workers": 0,
 }
+SERVER_READY_S = 120.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--envs", type=Path, required=True, help="envs.jsonl (or original JSON)")
     parser.add_argument("--scenarios", type=Path, required=True, help="scenarios.jsonl")
-    parser.add_argument("--model", required=True, help="model directory (local path)")
+    parser.add_argument("--model", required=True, help="model directory (local path) or hub id")
     parser.add_argument("--out", type=Path, required=True, help="output directory")
-    parser.add_argument("--format-weight", type=float, default=0.1,
-                        help="weight of the well-formed <tool_call> reward (0 = off)")
+    parser.add_argument("--env-url", help="a running serve-openenv server for these scenarios "
+                        "(default: start one on a free loopback port)")
+    parser.add_argument("--token", default=os.environ.get("ENVSCALER_OPENENV_TOKEN"),
+                        help="bearer token of --env-url (default: $ENVSCALER_OPENENV_TOKEN)")
+    parser.add_argument("--scenario-id", action="append", default=[], help="train on these scenarios only")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="KEY=VALUE", help="GRPOConfig field")
 
@@ -41,45 +56,110 @@ def _import_trl():
         from datasets import Dataset
         from trl import GRPOConfig, GRPOTrainer
     except ImportError as exc:
-        raise UserError(f"TRL is not importable ({exc}): run `make setup-train` and use "
-                        ".venv-train/bin/python") from None
+        raise UserError(f"TRL is not importable ({exc}): run `make setup-trl` and use .venv-trl/bin/python") from None
     return Dataset, GRPOConfig, GRPOTrainer
 
 
-def _summary(trainer, checklist, started: float) -> dict[str, Any]:
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen, log: Path) -> None:
+    import httpx
+
+    deadline = time.monotonic() + SERVER_READY_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise UserError(f"serve-openenv exited {proc.returncode}: {log.read_text()[-2000:]}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(url + "/health", timeout=2).status_code == 200:
+                return
+        time.sleep(0.3)
+    raise UserError(f"serve-openenv not ready after {SERVER_READY_S:.0f} s: {log.read_text()[-2000:]}")
+
+
+@contextlib.contextmanager
+def local_server(envs: Path, scenarios: Path, out: Path, max_sessions: int) -> Iterator[str]:
+    """``serve-openenv`` of this interpreter on a free loopback port, for the block's duration."""
+    port = _free_port()
+    log = out / "openenv_server.log"
+    cmd = [sys.executable, "-m", "interact_with_env", "serve-openenv", "--envs", str(envs), "--scenarios",
+           str(scenarios), "--port", str(port), "--max-sessions", str(max_sessions)]
+    with log.open("w") as sink:
+        proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, proc, log)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+def _scenario_ids(args: argparse.Namespace) -> list[str]:
+    from rl.tasks import load_task_set
+
+    served = [s.id for s in load_task_set(str(args.envs), str(args.scenarios)).scenarios]
+    unknown = sorted(set(args.scenario_id) - set(served))
+    if unknown:
+        raise UserError(f"unknown or unusable scenario ids: {unknown}")
+    return [s for s in served if not args.scenario_id or s in args.scenario_id]
+
+
+def _summary(trainer, tasks, started: float) -> dict[str, Any]:
     logs = [entry for entry in trainer.state.log_history if "loss" in entry]
     losses = [float(entry["loss"]) for entry in logs]
+    env_keys = [f"rewards/{cls.__name__}/mean" for cls in tasks.classes.values()]
     return {
         "steps": trainer.state.global_step, "losses": losses,
         "loss_finite": bool(losses) and all(math.isfinite(x) for x in losses),
         "mean_rewards": [entry.get("reward") for entry in logs],
-        "checklist_rewards": [entry.get("rewards/envscaler_checklist/mean") for entry in logs],
-        "episodes_scored": checklist.calls, "wall_s": round(time.monotonic() - started, 2),
+        "env_rewards": [{key: entry[key] for key in env_keys if key in entry} for entry in logs],
+        "tool_calls": [entry.get("tools/call_frequency") for entry in logs],
+        "episodes": len(tasks.log.episodes),
+        "episode_rewards": [e.reward for e in tasks.log.episodes],
+        "wall_s": round(time.monotonic() - started, 2),
     }
 
 
-def run(args: argparse.Namespace) -> int:
-    Dataset, GRPOConfig, GRPOTrainer = _import_trl()
-    from rl.episode_env import EpisodeEnv
-    from rl.trl_rewards import ChecklistRewardFunction, prompt_rows, tool_format_reward
+def _train(args: argparse.Namespace, url: str, headers: dict[str, str] | None, settings: dict) -> dict:
+    dataset_cls, config_cls, trainer_cls = _import_trl()
+    from rl.trl_openenv import environment_classes
 
-    env = EpisodeEnv(envs_path=str(args.envs), scenarios_path=str(args.scenarios), mode="task",
-                     tool_call_mode="all", max_steps=1000, pool_size=2)
-    settings = {**SMOKE_DEFAULTS, **parse_overrides(args.overrides), "output_dir": str(args.out)}
-    rows = prompt_rows(env, repeat=max(1, settings["per_device_train_batch_size"]))
-    checklist = ChecklistRewardFunction(env)
-    reward_funcs, weights = [checklist], [1.0]
-    if args.format_weight:
-        reward_funcs.append(tool_format_reward)
-        weights.append(args.format_weight)
-    config = GRPOConfig(**settings, reward_weights=weights)
+    tasks = environment_classes(url, _scenario_ids(args), headers, repeat=settings["per_device_train_batch_size"])
+    config = config_cls(**settings)
     started = time.monotonic()
-    trainer = GRPOTrainer(model=args.model, reward_funcs=reward_funcs, args=config,
-                          train_dataset=Dataset.from_list(rows))
-    trainer.train()
-    summary = _summary(trainer, checklist, started)
+    trainer = trainer_cls(model=args.model, args=config, train_dataset=dataset_cls.from_list(tasks.rows),
+                          environment_factory=tasks.classes)
+    try:
+        trainer.train()
+    finally:
+        tasks.log.close()
+    summary = _summary(trainer, tasks, started)
+    with (args.out / "episodes.jsonl").open("w") as sink:
+        sink.writelines(json.dumps(e.__dict__, ensure_ascii=False) + "\n" for e in tasks.log.episodes)
+    return summary
+
+
+def run(args: argparse.Namespace) -> int:
+    _import_trl()
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    settings = {**SMOKE_DEFAULTS, **parse_overrides(args.overrides), "output_dir": str(args.out)}
     args.out.mkdir(parents=True, exist_ok=True)
+    headers = {"Authorization": f"Bearer {args.token}"} if args.token else None
+    if args.env_url:
+        summary = _train(args, args.env_url.rstrip("/"), headers, settings)
+    else:
+        # Every rollout of a generation batch holds one server session, plus the probes.
+        sessions = 2 * int(settings.get("generation_batch_size") or settings["per_device_train_batch_size"]) + 8
+        with local_server(args.envs, args.scenarios, args.out, sessions) as url:
+            summary = _train(args, url, None, settings)
     (args.out / "trl_summary.json").write_text(json.dumps(summary, indent=2))
     print(json.dumps({"trl_summary": summary}))
-    env.close()
-    return 0 if summary["loss_finite"] and summary["episodes_scored"] else 1
+    return 0 if summary["loss_finite"] and summary["episodes"] else 1

@@ -14,7 +14,7 @@ def python(code: str) -> subprocess.CompletedProcess:
 def test_training_modules_import_no_heavy_package():
     result = python(
         "import sys\n"
-        "import sft.export, sft.train, sft.tiny_model, rl.trl_train, rl.trl_rewards, rl.episode_env, "
+        "import sft.export, sft.train, sft.tiny_model, rl.trl_train, rl.trl_openenv, rl.episode_env, "
         "rl.register, rl.roll_overlay\n"
         f"print([m for m in {HEAVY!r} if m in sys.modules])")
     assert result.returncode == 0, result.stderr
