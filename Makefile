@@ -18,7 +18,7 @@ ROLL_COPY := $(ROLL_VENV)/src/ROLL
 # test-verifiers / test-trl, which need their venvs)
 NOT_EVAL := --ignore=tests/test_evaluation --ignore=tests/test_roll --ignore=tests/test_openenv --ignore=tests/test_consumers
 
-.PHONY: setup-openenv test-openenv setup-verifiers test-verifiers setup-trl test-trl lint format test-unit test-bench test-sandbox-user setup setup-eval test-eval test-eval-embedded demo test test-embedded test-browser test-train test-ray test-all bench serve setup-train setup-browser setup-roll test-roll clean
+.PHONY: setup-openenv test-openenv setup-verifiers test-verifiers setup-trl test-trl lint format test-unit test-perf test-sandbox-user setup setup-eval test-eval test-eval-embedded demo test test-embedded test-browser test-train test-ray test-all bench serve setup-train setup-browser setup-roll test-roll clean
 
 setup: $(VENV)/.installed
 
