@@ -231,14 +231,14 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(payload)
 
-        def do_GET(self) -> None:  # noqa: N802 - the name BaseHTTPRequestHandler dispatches to
+        def do_GET(self) -> None:
             if self.path.rstrip("/").endswith("/models"):
                 self._send(200, json.dumps({"object": "list", "data": [
                     {"id": "scripted", "object": "model", "owned_by": "tests"}]}).encode())
             else:
                 self._send(404, b'{"error": {"message": "not found"}}')
 
-        def do_POST(self) -> None:  # noqa: N802 - the name BaseHTTPRequestHandler dispatches to
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", 0))
             try:
                 request = orjson.loads(self.rfile.read(length) or b"{}")
