@@ -35,10 +35,10 @@ PLANS: dict[str, tuple[str, list, float]] = {
 
 def tier_python(variable: str, venv: str, target: str) -> str:
     """A tier venv's interpreter (``$variable`` or ``REPO/venv``), or fail naming its make target."""
-    path = os.environ.get(variable, str(REPO / venv / "bin" / "python"))
-    if not Path(path).exists():
+    path = REPO / os.environ.get(variable, str(Path(venv) / "bin" / "python"))  # relative: to the repo
+    if not path.exists():
         pytest.fail(f"{venv} missing at {path}: run `make {target}`", pytrace=False)
-    return path
+    return str(path)
 
 
 def scenarios() -> list[Scenario]:
