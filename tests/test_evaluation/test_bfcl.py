@@ -10,9 +10,9 @@ from tests.test_evaluation.conftest import replay_policy
 
 pytest.importorskip("bfcl_eval")
 
-from evaluation.__main__ import main  # noqa: E402 - after the importorskip that guards it
-from evaluation.bfcl_data import call_to_json, load_tasks, parse_categories  # noqa: E402 - after the importorskip that guards it
-from evaluation.bfcl_exec import BfclExecutor, score_trial  # noqa: E402 - after the importorskip that guards it
+from evaluation.__main__ import main
+from evaluation.bfcl_data import call_to_json, load_tasks, parse_categories
+from evaluation.bfcl_exec import BfclExecutor, score_trial
 
 CATEGORIES = "base,miss_func,miss_param,long_context"
 FAST = ["--set", "llm.agent.max_retries=1", "--set", "llm.agent.backoff_base_s=0.01",

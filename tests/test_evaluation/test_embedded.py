@@ -10,7 +10,7 @@ from envscaler_core.testing import Reply, ScriptedServer
 
 pytest.importorskip("bfcl_eval")
 
-from evaluation.__main__ import main  # noqa: E402 - after the importorskip that guards it
+from evaluation.__main__ import main
 
 # The three multi_turn_base tasks with the smallest tool set (TradingBot only, 2 turns each):
 # they fit the embedded model's 8K context.
