@@ -2,6 +2,7 @@
 core never imports a stage, and inside the runtime the sandboxed side (``jailed/``) and the
 parent's side never import each other, nor does the wire (``wire/``) import either.
 ``lint-imports`` runs here so ``make test`` enforces it."""
+
 from __future__ import annotations
 
 import shutil
@@ -18,8 +19,9 @@ CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlin
 
 def lint_imports(cwd: Path) -> subprocess.CompletedProcess:
     command = "from importlinter.cli import lint_imports_command; lint_imports_command()"
-    return subprocess.run([sys.executable, "-c", command, "--no-cache", "--no-logo"], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", command, "--no-cache", "--no-logo"], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_contracts_cover_every_package():
@@ -39,7 +41,9 @@ def test_the_runtime_contracts_name_every_module_of_the_parents_side():
     contracts = {c["id"]: c for c in CONFIG["contracts"]}
     assert set(contracts["jailed-knows-no-parent"]["forbidden_modules"]) == parent
     assert set(contracts["parent-knows-no-jailed"]["source_modules"]) == parent
-    assert set(contracts["wire-imports-neither-side"]["forbidden_modules"]) == parent | {"envscaler_core.runtime.jailed"}
+    assert set(contracts["wire-imports-neither-side"]["forbidden_modules"]) == parent | {
+        "envscaler_core.runtime.jailed"
+    }
 
 
 def test_the_repository_keeps_the_layering():
@@ -48,16 +52,28 @@ def test_the_repository_keeps_the_layering():
     assert "5 kept, 0 broken" in result.stdout
 
 
-@pytest.mark.parametrize("module, line, contract", [
-    ("sft/formats.py", "from rl.actions import parse_action", "Stages never import each other"),
-    ("envscaler_core/metrics.py", "    import skel_builder.review", "The core never imports a stage"),
-    ("envscaler_core/runtime/jailed/executor.py", "    from envscaler_core.runtime.session import parse_arguments",
-     "The sandboxed side never imports the parent's side"),
-    ("envscaler_core/runtime/pool.py", "    from envscaler_core.runtime.jailed.host import preload",
-     "The parent's side never imports the sandboxed side"),
-    ("envscaler_core/runtime/wire/state.py", "    from envscaler_core.runtime.jailed import guard",
-     "The wire imports neither side"),
-])
+@pytest.mark.parametrize(
+    "module, line, contract",
+    [
+        ("sft/formats.py", "from rl.actions import parse_action", "Stages never import each other"),
+        ("envscaler_core/metrics.py", "    import skel_builder.review", "The core never imports a stage"),
+        (
+            "envscaler_core/runtime/jailed/executor.py",
+            "    from envscaler_core.runtime.session import parse_arguments",
+            "The sandboxed side never imports the parent's side",
+        ),
+        (
+            "envscaler_core/runtime/pool.py",
+            "    from envscaler_core.runtime.jailed.host import preload",
+            "The parent's side never imports the sandboxed side",
+        ),
+        (
+            "envscaler_core/runtime/wire/state.py",
+            "    from envscaler_core.runtime.jailed import guard",
+            "The wire imports neither side",
+        ),
+    ],
+)
 def test_a_violation_breaks_the_check(tmp_path, module, line, contract):
     for package in CONFIG["root_packages"]:
         shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))

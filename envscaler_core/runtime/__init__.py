@@ -23,15 +23,35 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _HOME = {
-    "arun_checkers": "checkers", "run_checkers": "checkers",
-    "ERROR_TYPES": "models", "CallResult": "models", "CheckResult": "models", "EnvLoadError": "models",
-    "ErrorType": "models", "SandboxError": "models", "SandboxLimits": "models", "WorkerError": "models",
-    "WorkerPool": "pool", "close_adopted_pools": "pool",
-    "AsyncSession": "sandbox", "OpeningSession": "sandbox", "Replay": "sandbox", "Sandbox": "sandbox",
-    "call_error": "sandbox", "format_arguments": "sandbox", "purity_problems": "wire.purity",
-    "EnvSession": "session", "compute_schemas": "session", "parse_arguments": "session",
-    "UnserializableError": "wire.state", "apply_diff": "wire.state", "canonical_json": "wire.state", "state_diff": "wire.state",
-    "state_hash": "wire.state", "to_jsonable": "wire.state", "hash_jsonable": "wire.state",
+    "arun_checkers": "checkers",
+    "run_checkers": "checkers",
+    "ERROR_TYPES": "models",
+    "CallResult": "models",
+    "CheckResult": "models",
+    "EnvLoadError": "models",
+    "ErrorType": "models",
+    "SandboxError": "models",
+    "SandboxLimits": "models",
+    "WorkerError": "models",
+    "WorkerPool": "pool",
+    "close_adopted_pools": "pool",
+    "AsyncSession": "sandbox",
+    "OpeningSession": "sandbox",
+    "Replay": "sandbox",
+    "Sandbox": "sandbox",
+    "call_error": "sandbox",
+    "format_arguments": "sandbox",
+    "purity_problems": "wire.purity",
+    "EnvSession": "session",
+    "compute_schemas": "session",
+    "parse_arguments": "session",
+    "UnserializableError": "wire.state",
+    "apply_diff": "wire.state",
+    "canonical_json": "wire.state",
+    "state_diff": "wire.state",
+    "state_hash": "wire.state",
+    "to_jsonable": "wire.state",
+    "hash_jsonable": "wire.state",
 }
 
 __all__ = sorted(_HOME)
@@ -52,11 +72,26 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from .checkers import arun_checkers, run_checkers
-    from .models import (ERROR_TYPES, CallResult, CheckResult, EnvLoadError, ErrorType, SandboxError,
-                         SandboxLimits, WorkerError)
+    from .models import (
+        ERROR_TYPES,
+        CallResult,
+        CheckResult,
+        EnvLoadError,
+        ErrorType,
+        SandboxError,
+        SandboxLimits,
+        WorkerError,
+    )
     from .pool import WorkerPool, close_adopted_pools
     from .sandbox import AsyncSession, OpeningSession, Replay, Sandbox, call_error, format_arguments
-    from .wire.purity import purity_problems
     from .session import EnvSession, compute_schemas, parse_arguments
-    from .wire.state import (UnserializableError, apply_diff, canonical_json, hash_jsonable, state_diff,
-                             state_hash, to_jsonable)
+    from .wire.purity import purity_problems
+    from .wire.state import (
+        UnserializableError,
+        apply_diff,
+        canonical_json,
+        hash_jsonable,
+        state_diff,
+        state_hash,
+        to_jsonable,
+    )

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from .models import CheckResult, WorkerError
 from .pool import WorkerPool
 from .wire.state import to_jsonable
 
-__all__ = ["run_checkers", "arun_checkers"]
+__all__ = ["arun_checkers", "run_checkers"]
 
 
 def _not_run(index: int, exc: WorkerError) -> CheckResult:
@@ -35,14 +33,21 @@ def _run_one(pool: WorkerPool, index: int, source: str, final: dict, initial: di
     return CheckResult(index=index, status=resp["status"], error=resp.get("error"))
 
 
-def _run_batch(pool: WorkerPool, sources: list[str], final: dict, initial: dict, timeout_s: float) -> Optional[list[CheckResult]]:
+def _run_batch(
+    pool: WorkerPool, sources: list[str], final: dict, initial: dict, timeout_s: float
+) -> list[CheckResult] | None:
     """All checkers in one fresh cell; None if that cell crashed or hung."""
     try:
         worker = pool.acquire()
     except WorkerError as exc:
         return [_not_run(i, exc) for i in range(len(sources))]
-    req = {"op": "check_batch", "sources": sources, "final_state": final, "initial_state": initial,
-           "timeout_s": timeout_s}
+    req = {
+        "op": "check_batch",
+        "sources": sources,
+        "final_state": final,
+        "initial_state": initial,
+        "timeout_s": timeout_s,
+    }
     try:
         resp = worker.request(req, timeout_s * len(sources) + pool.limits.kill_grace_s)
     except WorkerError:
@@ -55,8 +60,9 @@ def _run_batch(pool: WorkerPool, sources: list[str], final: dict, initial: dict,
     return [CheckResult(index=i, status=r["status"], error=r.get("error")) for i, r in enumerate(results)]
 
 
-def run_checkers(pool: WorkerPool, check_funcs: list[str], final_state: dict, initial_state: dict,
-                 timeout_s: float = 2.0) -> list[CheckResult]:
+def run_checkers(
+    pool: WorkerPool, check_funcs: list[str], final_state: dict, initial_state: dict, timeout_s: float = 2.0
+) -> list[CheckResult]:
     """Runs the checker sources in one fresh cell (a batch); if the batch's cell crashes or hangs,
     each checker again in a fresh cell of its own, so one bad checker cannot decide the others'
     verdicts.
@@ -83,8 +89,9 @@ def run_checkers(pool: WorkerPool, check_funcs: list[str], final_state: dict, in
     return [_run_one(pool, i, src, final, initial, timeout_s) for i, src in enumerate(check_funcs)]
 
 
-async def arun_checkers(pool: WorkerPool, check_funcs: list[str], final_state: dict, initial_state: dict,
-                        timeout_s: float = 2.0) -> list[CheckResult]:
+async def arun_checkers(
+    pool: WorkerPool, check_funcs: list[str], final_state: dict, initial_state: dict, timeout_s: float = 2.0
+) -> list[CheckResult]:
     """Async wrapper of :func:`run_checkers`."""
     import asyncio
 

@@ -6,6 +6,7 @@ of a cold start: own process session and group, scrubbed environment, private 07
 own network namespace (when the pool uses them), fresh stdin/stdout/stderr, no other
 descriptors; cells are still forked per session from the host and confine themselves.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from typing import IO, Optional
+from typing import IO
 
 from .models import SandboxLimits
 from .wire.folders import FORK_SERVER_PREFIX
@@ -65,14 +66,14 @@ class ForkedHost:
 
     def __init__(self, pid: int, pidfd: int, stdin: IO[bytes], stdout: IO[bytes]) -> None:
         self.pid, self._pidfd, self.stdin, self.stdout = pid, pidfd, stdin, stdout
-        self.returncode: Optional[int] = None
+        self.returncode: int | None = None
 
-    def poll(self) -> Optional[int]:
+    def poll(self) -> int | None:
         if self.returncode is None and fd_ready(self._pidfd, False, 0):
             return self._exited()
         return self.returncode
 
-    def wait(self, timeout: Optional[float] = None) -> int:
+    def wait(self, timeout: float | None = None) -> int:
         if self.returncode is not None:
             return self.returncode
         if not fd_ready(self._pidfd, False, timeout):
@@ -102,18 +103,27 @@ class ForkServer:
         boot: The interpreter arguments that start :func:`.jailed.forkserver.run`.
     """
 
-    def __init__(self, limits: SandboxLimits, env, prefix: Optional[list[str]], boot: list[str]) -> None:
+    def __init__(self, limits: SandboxLimits, env, prefix: list[str] | None, boot: list[str]) -> None:
         self.limits, self.netns = limits, prefix is not None
-        self.workdir = tempfile.mkdtemp(prefix=f"{FORK_SERVER_PREFIX}{os.getpid()}-")  # the fork server removes it when it ends
+        self.workdir = tempfile.mkdtemp(
+            prefix=f"{FORK_SERVER_PREFIX}{os.getpid()}-"
+        )  # the fork server removes it when it ends
         os.chmod(self.workdir, 0o700)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock, self._lock, self._ready = ours, threading.Lock(), False
-        self._stderr = tempfile.TemporaryFile()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - the fork server's stderr, open while it lives
         cmd = [*(prefix or []), sys.executable, "-s", *boot]
         try:
-            self.proc = subprocess.Popen(cmd, stdin=theirs.fileno(), stdout=subprocess.DEVNULL, stderr=self._stderr,
-                                         cwd=self.workdir, env=env(self.workdir), start_new_session=True,
-                                         close_fds=True)
+            self.proc = subprocess.Popen(
+                cmd,
+                stdin=theirs.fileno(),
+                stdout=subprocess.DEVNULL,
+                stderr=self._stderr,
+                cwd=self.workdir,
+                env=env(self.workdir),
+                start_new_session=True,
+                close_fds=True,
+            )
         finally:
             theirs.close()
         self._sock.settimeout(limits.spawn_timeout_s)
@@ -146,7 +156,7 @@ class ForkServer:
     def _recv(self, fds: int = 0) -> tuple[dict, list[int]]:
         try:
             msg, got, _, _ = socket.recv_fds(self._sock, 1 << 16, fds or 1)
-        except socket.timeout as exc:
+        except TimeoutError as exc:
             raise ForkServerError(f"no answer within {self.limits.spawn_timeout_s}s") from exc
         if not msg:
             raise ForkServerError("the fork server exited")

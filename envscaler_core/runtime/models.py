@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 __all__ = [
-    "ErrorType",
     "ERROR_TYPES",
-    "SandboxLimits",
     "CallResult",
     "CheckResult",
-    "SandboxError",
     "EnvLoadError",
+    "ErrorType",
+    "SandboxError",
+    "SandboxLimits",
     "WorkerError",
 ]
 
@@ -28,7 +28,7 @@ ErrorType = Literal[
     "unserializable_result",
     "result_too_large",
 ]
-ERROR_TYPES: tuple[str, ...] = ErrorType.__args__  # type: ignore[attr-defined]
+ERROR_TYPES: tuple[str, ...] = ErrorType.__args__  # type: ignore[attr-defined]  # a Literal's values, at run time
 
 
 class SandboxLimits(BaseModel):
@@ -81,7 +81,9 @@ class SandboxLimits(BaseModel):
     network_namespace: bool = True
     drop_privileges: bool = True
     file_confinement: Literal["auto", "landlock", "mount_ns", "off"] = "auto"
-    allow_weaker_sandbox: bool = Field(default_factory=lambda: os.environ.get("ENVSCALER_ALLOW_WEAKER_SANDBOX", "") == "1")
+    allow_weaker_sandbox: bool = Field(
+        default_factory=lambda: os.environ.get("ENVSCALER_ALLOW_WEAKER_SANDBOX", "") == "1"
+    )
     env_templates: bool = True
     nice: int = Field(default=5, ge=0, le=19)
 
@@ -93,7 +95,7 @@ class CallResult(BaseModel):
     arguments: Any = None
     observation: dict
     ok: bool
-    error_type: Optional[str] = None
+    error_type: str | None = None
     state_diff: list = Field(default_factory=list)
     state_hash: str = ""
     duration_ms: float = 0.0
@@ -104,7 +106,7 @@ class CheckResult(BaseModel):
 
     index: int
     status: Literal["true", "false", "error"]
-    error: Optional[str] = None
+    error: str | None = None
 
 
 class SandboxError(RuntimeError):

@@ -13,18 +13,18 @@ import queue
 import threading
 import uuid
 import weakref
-from typing import Any, Optional
+from typing import Any
 
-from .models import SandboxLimits, WorkerError
 from .forkserver import ForkServer
+from .models import SandboxLimits, WorkerError
 from .worker import Worker, new_fork_server
 
 __all__ = ["WorkerPool"]
 
 log = logging.getLogger(__name__)
-_POOLS: "weakref.WeakSet[WorkerPool]" = weakref.WeakSet()
+_POOLS: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
 # Pools re-created in this process for pools pickled elsewhere (e.g. into a Ray worker).
-_ADOPTED: "dict[str, WorkerPool]" = {}
+_ADOPTED: dict[str, WorkerPool] = {}
 _ADOPT_LOCK = threading.Lock()
 
 
@@ -59,13 +59,19 @@ class WorkerPool:
     object that referred to the original.
     """
 
-    def __init__(self, size: int = 4, limits: Optional[SandboxLimits] = None, *, prestart: Optional[int] = None,
-                 fork_server: "ForkServer | None | _Own" = _OWN) -> None:
+    def __init__(
+        self,
+        size: int = 4,
+        limits: SandboxLimits | None = None,
+        *,
+        prestart: int | None = None,
+        fork_server: ForkServer | _Own | None = _OWN,
+    ) -> None:
         if size < 1:
             raise ValueError("size must be >= 1")
         self.size = size
         self.limits = limits or SandboxLimits()
-        self._idle: "queue.Queue[Worker]" = queue.Queue()
+        self._idle: queue.Queue[Worker] = queue.Queue()
         self._lock = threading.Lock()
         self._closed = False
         self._started = 0
@@ -76,7 +82,7 @@ class WorkerPool:
             self._idle.put(self._start_worker())  # type: ignore[arg-type]  # not only_if_room: never None
         _POOLS.add(self)
 
-    def _start_worker(self, only_if_room: bool = False) -> Optional[Worker]:
+    def _start_worker(self, only_if_room: bool = False) -> Worker | None:
         """A new worker; with ``only_if_room``, None once ``size`` have started (the slot is
         reserved in the same critical section as the check)."""
         with self._lock:
@@ -99,7 +105,7 @@ class WorkerPool:
         return self._started
 
     @property
-    def fork_server(self) -> Optional[ForkServer]:
+    def fork_server(self) -> ForkServer | None:
         """The fork server this pool's hosts are forked from (None: cold hosts)."""
         return self._fork_server
 
@@ -108,7 +114,7 @@ class WorkerPool:
         """Workers free right now, started or not (a hint: another thread may take one the next moment)."""
         return self._idle.qsize() + max(0, self.size - self._started)
 
-    def acquire(self, timeout: Optional[float] = None) -> Worker:
+    def acquire(self, timeout: float | None = None) -> Worker:
         """Takes an idle worker (blocking), replacing it first if it died.
 
         Args:
@@ -156,7 +162,7 @@ class WorkerPool:
         if self._fork_server is not None and self._owns_fork_server:
             self._fork_server.close()
 
-    def __enter__(self) -> "WorkerPool":
+    def __enter__(self) -> WorkerPool:
         return self
 
     def __exit__(self, *exc: Any) -> None:

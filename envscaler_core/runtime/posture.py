@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from typing import Any, Optional
+from typing import Any
 
 __all__ = ["degrade", "record", "report"]
 
@@ -40,10 +40,14 @@ def record(posture: dict) -> None:
         degrade("hardening", "running with a weaker sandbox (allow_weaker_sandbox): " + "; ".join(posture["problems"]))
     abi = posture.get("landlock_abi", 0)
     if posture.get("filesystem") == "landlock" and abi < 4:
-        degrade("tcp", f"Landlock ABI {abi} < 4: TCP is not denied by the kernel's Landlock (network namespace and audit hook only)")
+        degrade(
+            "tcp",
+            f"Landlock ABI {abi} < 4: TCP is not denied by the kernel's Landlock "
+            "(network namespace and audit hook only)",
+        )
 
 
-def report() -> Optional[dict]:
+def report() -> dict | None:
     """The posture of the last worker started here plus every degradation, or None if none started."""
     with _LOCK:
         if _STATE["posture"] is None and not _STATE["degraded"]:

@@ -17,24 +17,26 @@ Pool errors (``pool_busy``, crashes, timeouts) reach the caller as structured re
 (:class:`CallResult`/:class:`CheckResult` errors), except that opening a session raises
 :class:`EnvLoadError` when no session can be had.
 """
+
 from __future__ import annotations
 
 import asyncio
 import atexit
 import functools
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Optional, overload
+from typing import Any, ClassVar, Literal, overload
 
 from envscaler_core.artifacts import EnvSpec, ToolCall, content_id
 
 from .checkers import run_checkers
+from .forkserver import ForkServer
 from .models import CallResult, CheckResult, EnvLoadError, SandboxLimits, WorkerError
 from .pool import WorkerPool
-from .forkserver import ForkServer
-from .worker import new_fork_server
 from .session import EnvSession, compute_schemas
+from .worker import new_fork_server
 
 __all__ = ["AsyncSession", "OpeningSession", "Replay", "Sandbox", "call_error", "format_arguments"]
 
@@ -54,8 +56,11 @@ class Replay:
     @property
     def errors(self) -> list[str]:
         """One line per call that raised, was rejected, or returned ``success: false``."""
-        return [f"step {i + 1} {r.tool}({format_arguments(r.arguments)}): {call_error(r)}"
-                for i, r in enumerate(self.results) if not r.ok]
+        return [
+            f"step {i + 1} {r.tool}({format_arguments(r.arguments)}): {call_error(r)}"
+            for i, r in enumerate(self.results)
+            if not r.ok
+        ]
 
     @property
     def changing_steps(self) -> list[int]:
@@ -65,7 +70,9 @@ class Replay:
 
 def format_arguments(arguments: Any) -> str:
     """``k='v', n=1`` for a dict of arguments (anything else as text), for error lines."""
-    return ", ".join(f"{k}={v!r}" for k, v in (arguments or {}).items()) if isinstance(arguments, dict) else str(arguments)
+    return (
+        ", ".join(f"{k}={v!r}" for k, v in (arguments or {}).items()) if isinstance(arguments, dict) else str(arguments)
+    )
 
 
 def call_error(result: CallResult) -> str:
@@ -117,7 +124,7 @@ class OpeningSession:
     leaked) and is quiet when the open failed: that error reaches the first op instead. It is a
     rollout ``StartingEnv`` (it has :meth:`opened`)."""
 
-    def __init__(self, tools: list[dict], opening: "asyncio.Future[AsyncSession]") -> None:
+    def __init__(self, tools: list[dict], opening: asyncio.Future[AsyncSession]) -> None:
         self.tools, self._opening = tools, opening
 
     @property
@@ -162,19 +169,33 @@ class Sandbox:
     Ray worker), it stands on that process's own pools of the same sizes.
     """
 
-    def __init__(self, sessions: int = 4, checkers: Optional[int] = None, *,
-                 limits: Optional[SandboxLimits] = None, checker_timeout_s: float = 2.0) -> None:
+    def __init__(
+        self,
+        sessions: int = 4,
+        checkers: int | None = None,
+        *,
+        limits: SandboxLimits | None = None,
+        checker_timeout_s: float = 2.0,
+    ) -> None:
         checkers = max(2, sessions // 2) if checkers is None else checkers
         limits = limits or SandboxLimits()
         fork_server = new_fork_server(limits)  # both pools fork their hosts from it
         # Hosts start when first needed: the constructor returns at once (the first episodes ask
         # the model while their hosts start), and cached verdicts leave most checker hosts unused.
-        self._setup(WorkerPool(max(1, sessions), limits, prestart=HOSTS_PRESTARTED, fork_server=fork_server),
-                    WorkerPool(max(1, checkers), limits, prestart=HOSTS_PRESTARTED, fork_server=fork_server),
-                    checker_timeout_s, fork_server)
+        self._setup(
+            WorkerPool(max(1, sessions), limits, prestart=HOSTS_PRESTARTED, fork_server=fork_server),
+            WorkerPool(max(1, checkers), limits, prestart=HOSTS_PRESTARTED, fork_server=fork_server),
+            checker_timeout_s,
+            fork_server,
+        )
 
-    def _setup(self, sessions: WorkerPool, oneshots: WorkerPool, checker_timeout_s: float,
-               fork_server: Optional[ForkServer] = None) -> None:
+    def _setup(
+        self,
+        sessions: WorkerPool,
+        oneshots: WorkerPool,
+        checker_timeout_s: float,
+        fork_server: ForkServer | None = None,
+    ) -> None:
         """``fork_server``: the one the two pools share, closed with the sandbox (None
         when the pools own theirs, as pools re-created for a pickled sandbox do)."""
         self._fork_server = fork_server
@@ -211,11 +232,17 @@ class Sandbox:
         return self._oneshots.size
 
     # ------------------------------------------------------------------ sessions
-    def open(self, env: EnvSpec, state: Optional[dict] = None, *, seed: Optional[int] = None) -> EnvSession:
+    def open(self, env: EnvSpec, state: dict | None = None, *, seed: int | None = None) -> EnvSession:
         """A session of ``env`` in ``state`` (also its ``init_config``); raises :class:`EnvLoadError`."""
         state = state or {}
-        return self._spawn_session(env.env_class_code, env.env_class_name, init_config=state,
-                                   initial_state=state, seed=seed, tools=self._cached_tools(env))
+        return self._spawn_session(
+            env.env_class_code,
+            env.env_class_name,
+            init_config=state,
+            initial_state=state,
+            seed=seed,
+            tools=self._cached_tools(env),
+        )
 
     def open_session(self, code: str, class_name: str, **kwargs: Any) -> EnvSession:
         """A session of source that is not an :class:`EnvSpec` yet (see :class:`EnvSession`)."""
@@ -251,27 +278,31 @@ class Sandbox:
     def replay(self, env: EnvSpec, state: dict, calls: list[ToolCall]) -> Replay:
         """Runs ``calls`` in order from ``state`` on a one-shot worker and snapshots the result."""
         try:
-            session = EnvSession(self._oneshots, env.env_class_code, env.env_class_name,
-                                 init_config=state, initial_state=state)
+            session = EnvSession(
+                self._oneshots, env.env_class_code, env.env_class_name, init_config=state, initial_state=state
+            )
         except WorkerError as exc:
             raise EnvLoadError(f"no sandbox worker for the replay: {exc}", exc.error_type) from exc
         with session:
             initial = session.snapshot()
             results = [session.call(c.name, c.arguments) for c in calls]
-            return Replay(initial_state=initial, final_state=session.snapshot(), results=results,
-                          final_hash=session.state_hash())
+            return Replay(
+                initial_state=initial, final_state=session.snapshot(), results=results, final_hash=session.state_hash()
+            )
 
-    def check(self, check_funcs: list[str], final_state: dict, initial_state: dict,
-              timeout_s: Optional[float] = None) -> list[CheckResult]:
+    def check(
+        self, check_funcs: list[str], final_state: dict, initial_state: dict, timeout_s: float | None = None
+    ) -> list[CheckResult]:
         """One :class:`CheckResult` per checker source, in order; never raises."""
-        return self._run_checks(check_funcs, final_state, initial_state,
-                                self.checker_timeout_s if timeout_s is None else timeout_s)
+        return self._run_checks(
+            check_funcs, final_state, initial_state, self.checker_timeout_s if timeout_s is None else timeout_s
+        )
 
     def _run_checks(self, funcs: list[str], final: dict, initial: dict, timeout_s: float) -> list[CheckResult]:
         return run_checkers(self._oneshots, funcs, final, initial, timeout_s)
 
     # ------------------------------------------------------------------ async
-    def in_background(self, fn: Callable[..., Any], *args: Any) -> "Future[Any]":
+    def in_background(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         """Runs a blocking function that may wait for a worker on the waiting threads; returns
         its future at once (for work started ahead of need, e.g. a scenario's reference replay)."""
         return self._waits.submit(fn, *args)
@@ -284,15 +315,18 @@ class Sandbox:
         return await asyncio.get_running_loop().run_in_executor(self._calls, fn, *args)
 
     @overload
-    async def aopen(self, env: EnvSpec, state: Optional[dict] = None, *, seed: Optional[int] = None,
-                    behind: Literal[False] = False) -> AsyncSession: ...
+    async def aopen(
+        self, env: EnvSpec, state: dict | None = None, *, seed: int | None = None, behind: Literal[False] = False
+    ) -> AsyncSession: ...
 
     @overload
-    async def aopen(self, env: EnvSpec, state: Optional[dict] = None, *, seed: Optional[int] = None,
-                    behind: bool) -> "AsyncSession | OpeningSession": ...
+    async def aopen(
+        self, env: EnvSpec, state: dict | None = None, *, seed: int | None = None, behind: bool
+    ) -> AsyncSession | OpeningSession: ...
 
-    async def aopen(self, env: EnvSpec, state: Optional[dict] = None, *, seed: Optional[int] = None,
-                    behind: bool = False) -> "AsyncSession | OpeningSession":
+    async def aopen(
+        self, env: EnvSpec, state: dict | None = None, *, seed: int | None = None, behind: bool = False
+    ) -> AsyncSession | OpeningSession:
         """Async :meth:`open`: a session whose ops are coroutines.
 
         ``behind``: return an :class:`OpeningSession` whose open runs in the background, once the
@@ -303,22 +337,23 @@ class Sandbox:
             return OpeningSession(tools, asyncio.ensure_future(self._aopen_now(env, state, seed)))
         return await self._aopen_now(env, state, seed)
 
-    async def _aopen_now(self, env: EnvSpec, state: Optional[dict], seed: Optional[int]) -> AsyncSession:
+    async def _aopen_now(self, env: EnvSpec, state: dict | None, seed: int | None) -> AsyncSession:
         return AsyncSession(await self.in_thread(self.open, env, state, seed=seed), self._on_session, self.in_thread)
 
     async def atools(self, env: EnvSpec) -> list[dict]:
         cached = self._cached_tools(env)  # no thread hop once known
         return cached if cached is not None else await self.in_thread(self.tools, env)
 
-    def _cached_tools(self, env: EnvSpec) -> Optional[list[dict]]:
+    def _cached_tools(self, env: EnvSpec) -> list[dict] | None:
         with self._lock:
             return self._tools.get(_tools_key(env))
 
     async def areplay(self, env: EnvSpec, state: dict, calls: list[ToolCall]) -> Replay:
         return await self.in_thread(self.replay, env, state, calls)
 
-    async def acheck(self, check_funcs: list[str], final_state: dict, initial_state: dict,
-                     timeout_s: Optional[float] = None) -> list[CheckResult]:
+    async def acheck(
+        self, check_funcs: list[str], final_state: dict, initial_state: dict, timeout_s: float | None = None
+    ) -> list[CheckResult]:
         return await self.in_thread(self.check, check_funcs, final_state, initial_state, timeout_s)
 
     # ------------------------------------------------------------------ lifetime
@@ -331,18 +366,18 @@ class Sandbox:
         self._calls.shutdown(wait=False, cancel_futures=True)
         self._waits.shutdown(wait=False, cancel_futures=True)
 
-    def __enter__(self) -> "Sandbox":
+    def __enter__(self) -> Sandbox:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
     # ------------------------------------------------------------------ process-wide
-    _shared: dict[tuple, "Sandbox"] = {}
+    _shared: ClassVar[dict[tuple, Sandbox]] = {}
     _shared_lock = threading.Lock()
 
     @classmethod
-    def shared(cls, sessions: int = 4, checkers: Optional[int] = None) -> "Sandbox":
+    def shared(cls, sessions: int = 4, checkers: int | None = None) -> Sandbox:
         """This process's sandbox of that size (started on first use, closed at exit): what many
         environment instances in one process share (ROLL runs dozens per worker, one thread each)."""
         with cls._shared_lock:

@@ -13,12 +13,13 @@ import json
 import logging
 import threading
 import time
-from typing import Any, Awaitable, Callable, Optional
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from .models import CallResult, EnvLoadError, WorkerError
 from .pool import WorkerPool
-from .worker import Worker
 from .wire.state import apply_diff, hash_jsonable, json_copy, to_jsonable
+from .worker import Worker
 
 __all__ = ["EnvSession", "compute_schemas", "parse_arguments"]
 
@@ -29,7 +30,7 @@ def _error_obs(error_type: str, error: str) -> dict:
     return {"success": False, "error_type": error_type, "error": error}
 
 
-def parse_arguments(arguments: Any) -> tuple[Optional[dict], Optional[dict]]:
+def parse_arguments(arguments: Any) -> tuple[dict | None, dict | None]:
     """Normalises tool-call arguments (dict, JSON text, None).
 
     Returns:
@@ -41,31 +42,40 @@ def parse_arguments(arguments: Any) -> tuple[Optional[dict], Optional[dict]]:
         try:
             arguments = json.loads(arguments)
         except ValueError as exc:
-            return None, _error_obs("malformed_json", f"Arguments are not valid JSON ({exc}). Send a JSON object such as {{\"name\": \"value\"}}.")
+            return None, _error_obs(
+                "malformed_json",
+                f'Arguments are not valid JSON ({exc}). Send a JSON object such as {{"name": "value"}}.',
+            )
     if not isinstance(arguments, dict):
-        return None, _error_obs("invalid_arguments", f"Arguments must be a JSON object, got {type(arguments).__name__}.")
+        return None, _error_obs(
+            "invalid_arguments", f"Arguments must be a JSON object, got {type(arguments).__name__}."
+        )
     try:
         return to_jsonable(arguments), None
     except TypeError as exc:
         return None, _error_obs("invalid_arguments", f"Arguments are not JSON data: {exc}")
 
 
-def _recovery_note(problem: Optional[str]) -> str:
+def _recovery_note(problem: str | None) -> str:
     """How a session's recovery went (``problem``: None when it reopened from the state before the op)."""
-    return "The environment state was restored to before the call." if problem is None else f"Restoring the session failed: {problem}"
+    return (
+        "The environment state was restored to before the call."
+        if problem is None
+        else f"Restoring the session failed: {problem}"
+    )
 
 
-def _after_recovery(exc: WorkerError, problem: Optional[str]) -> WorkerError:
+def _after_recovery(exc: WorkerError, problem: str | None) -> WorkerError:
     """A failed op's error, saying how the session's recovery went."""
     return WorkerError(f"{exc}. {_recovery_note(problem)}", exc.error_type)
 
 
-def _failed_call(tool: str, exc: WorkerError) -> tuple[dict, Optional[str], list]:
+def _failed_call(tool: str, exc: WorkerError) -> tuple[dict, str | None, list]:
     etype = "timeout" if exc.error_type == "timeout" else "worker_crashed"
     return _error_obs(etype, f"Tool {tool!r} failed: {exc}"), etype, []
 
 
-def _answered(tool: str, resp: dict, problem: Optional[str]) -> tuple[dict, Optional[str], list]:
+def _answered(tool: str, resp: dict, problem: str | None) -> tuple[dict, str | None, list]:
     """(observation, error type, diff) of an answered call; ``problem``: why its state could not be had."""
     if problem:
         return _error_obs("worker_crashed", f"Tool {tool!r} failed: {problem}"), "worker_crashed", []
@@ -114,15 +124,23 @@ class EnvSession:
         EnvLoadError: If the environment cannot be loaded.
     """
 
-    def __init__(self, pool: WorkerPool, code: str, class_name: str, *, init_config: Optional[dict] = None,
-                 initial_state: Optional[dict] = None, seed: Optional[int] = None,
-                 tools: Optional[list[dict]] = None) -> None:
+    def __init__(
+        self,
+        pool: WorkerPool,
+        code: str,
+        class_name: str,
+        *,
+        init_config: dict | None = None,
+        initial_state: dict | None = None,
+        seed: int | None = None,
+        tools: list[dict] | None = None,
+    ) -> None:
         self._pool, self._code, self._class_name = pool, code, class_name
         state = to_jsonable(initial_state or {})
         same = init_config is initial_state or (not init_config and not initial_state)
         self._init_config, self._seed = state if same else to_jsonable(init_config or {}), seed
         self._lock = threading.Lock()  # not re-entrant: an async call holds it on the loop's thread
-        self._worker: Optional[Worker] = None
+        self._worker: Worker | None = None
         self._parked = False
         self._state: dict = {}
         self._hash = ""
@@ -132,7 +150,7 @@ class EnvSession:
         self._open(state, fresh_worker=False)
 
     @property
-    def worker(self) -> Optional[Worker]:
+    def worker(self) -> Worker | None:
         """The worker serving the session now (None while parked or closed)."""
         return self._worker
 
@@ -146,8 +164,14 @@ class EnvSession:
         old = self._worker if fresh_worker else None
         worker = self._pool.replace(old) if old is not None else self._pool.acquire()
         self._worker = None
-        req = {"op": "load", "code": self._code, "class_name": self._class_name,
-               "init_config": self._init_config, "initial_state": state, "seed": self._seed}
+        req = {
+            "op": "load",
+            "code": self._code,
+            "class_name": self._class_name,
+            "init_config": self._init_config,
+            "initial_state": state,
+            "seed": self._seed,
+        }
         if self._tools_known:
             req["tools"] = False
         try:
@@ -161,13 +185,13 @@ class EnvSession:
         self._worker, self._parked = worker, False
         self._state, self._hash = resp["state"], resp["state_hash"]
         if self._tools_known:  # given by the caller, or heard at the first open: a reopen neither
-            return             # asks for them nor logs their warnings again
+            return  # asks for them nor logs their warnings again
         self.tools, self.warnings = resp["tools"], resp.get("warnings", [])
         self._tools_known = True
         for warning in self.warnings:
             log.warning("tool schema: %s", warning)
 
-    def _recover(self) -> Optional[str]:
+    def _recover(self) -> str | None:
         """Re-creates the session in a fresh worker from the last snapshot."""
         try:
             self._open(self._state, fresh_worker=True)
@@ -210,8 +234,9 @@ class EnvSession:
         with self._lock:
             return self._result(tool, arguments, start, self._answer(tool, arguments))
 
-    async def acall(self, tool: str, arguments: Any = None,
-                    fallback: Optional[Callable[..., Awaitable[Any]]] = None) -> CallResult:
+    async def acall(
+        self, tool: str, arguments: Any = None, fallback: Callable[..., Awaitable[Any]] | None = None
+    ) -> CallResult:
         """:meth:`call` from asyncio. The op is sent and answered on the running event loop (no
         thread hop) when the session is idle and its worker ready; anything blocking (waiting for
         the session, a reopen, a recovery, a read-back) runs on a thread, under the session's
@@ -234,7 +259,7 @@ class EnvSession:
         with self._lock:
             return fn(*args)
 
-    def _answer(self, tool: str, arguments: Any) -> tuple[dict, Optional[str], list]:
+    def _answer(self, tool: str, arguments: Any) -> tuple[dict, str | None, list]:
         """(observation, error type, diff) of a call, under the lock."""
         args, obs = self._check_call(tool, arguments)
         if obs is not None:
@@ -242,7 +267,7 @@ class EnvSession:
         assert args is not None  # parsed: there is no error observation
         return self._remote_call(tool, args)
 
-    async def _answer_on_loop(self, tool: str, arguments: Any) -> tuple[Any, Optional[tuple]]:
+    async def _answer_on_loop(self, tool: str, arguments: Any) -> tuple[Any, tuple | None]:
         """(the answer, None), or (None, (fn, *args)): what must finish it on a thread."""
         worker = self._worker
         if worker is None or not worker.answers_on_loop:
@@ -258,33 +283,39 @@ class EnvSession:
             return _answered(tool, resp, None), None
         return None, (self._read_back_answer, tool, resp)
 
-    def _check_call(self, tool: str, arguments: Any) -> tuple[Optional[dict], Optional[dict]]:
+    def _check_call(self, tool: str, arguments: Any) -> tuple[dict | None, dict | None]:
         """(arguments, None), or (None, the observation of a call that cannot be sent)."""
         args, obs = parse_arguments(arguments)
         if obs is None and tool not in self.tool_names:
             obs = _error_obs("unknown_tool", f"Unknown tool {tool!r}. Available tools: {self.tool_names}")
         return args, obs
 
-    def _result(self, tool: str, arguments: Any, start: float, answer: tuple[dict, Optional[str], list]) -> CallResult:
+    def _result(self, tool: str, arguments: Any, start: float, answer: tuple[dict, str | None, list]) -> CallResult:
         obs, etype, diff = answer
-        return CallResult(tool=tool, arguments=arguments, observation=obs,
-                          ok=obs.get("success") is True and etype is None, error_type=etype,
-                          state_diff=diff, state_hash=self._hash,
-                          duration_ms=(time.perf_counter() - start) * 1000)
+        return CallResult(
+            tool=tool,
+            arguments=arguments,
+            observation=obs,
+            ok=obs.get("success") is True and etype is None,
+            error_type=etype,
+            state_diff=diff,
+            state_hash=self._hash,
+            duration_ms=(time.perf_counter() - start) * 1000,
+        )
 
-    def _remote_call(self, tool: str, args: dict) -> tuple[dict, Optional[str], list]:
+    def _remote_call(self, tool: str, args: dict) -> tuple[dict, str | None, list]:
         try:
             resp = self._request({"op": "call", "tool": tool, "arguments": args})
         except WorkerError as exc:
             return _failed_call(tool, exc)
         return _answered(tool, resp, None) if self._applied(resp) else self._read_back_answer(tool, resp)
 
-    def _recovered(self, tool: str, exc: WorkerError) -> tuple[dict, Optional[str], list]:
+    def _recovered(self, tool: str, exc: WorkerError) -> tuple[dict, str | None, list]:
         """The answer of a call whose worker failed on the loop: the session reopens from the
         state before it (unless an op on another thread has done so meanwhile)."""
         return _failed_call(tool, _after_recovery(exc, self._recover() if self._needs_reopen else None))
 
-    def _read_back_answer(self, tool: str, resp: dict) -> tuple[dict, Optional[str], list]:
+    def _read_back_answer(self, tool: str, resp: dict) -> tuple[dict, str | None, list]:
         return _answered(tool, resp, self._read_back())
 
     def _applied(self, resp: dict) -> bool:
@@ -296,7 +327,7 @@ class EnvSession:
         self._hash = resp["state_hash"]
         return True
 
-    def _read_back(self) -> Optional[str]:
+    def _read_back(self) -> str | None:
         """Replaces the parent's copy (still the state before the call) with the worker's state;
         when the worker cannot give it, reopens the session from that copy and says why."""
         try:
@@ -308,7 +339,7 @@ class EnvSession:
             return None
         return f"the sandbox could not read its state back ({resp.get('error')}). {_recovery_note(self._recover())}"
 
-    def local_snapshot(self) -> Optional[dict]:
+    def local_snapshot(self) -> dict | None:
         """The current state from the parent's copy, without a round trip, when that copy is
         known exact (parked, or its hash is the one the worker reported after the last op);
         None when the copy is in doubt or another thread holds the session."""
@@ -408,10 +439,10 @@ class EnvSession:
         try:
             if getattr(self, "_worker", None) is not None:
                 self.close()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - a finalizer must not raise; the worker is reaped anyway
             pass
 
-    def __enter__(self) -> "EnvSession":
+    def __enter__(self) -> EnvSession:
         return self
 
     def __exit__(self, *exc: Any) -> None:

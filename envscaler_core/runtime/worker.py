@@ -22,28 +22,27 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Optional
 
 from . import posture
-from .wire.replies import KEY_BYTES, ForgedReply, ReplyCheck
-from .models import SandboxLimits, WorkerError
-from .wire.framing import FrameChannel, ProtocolError, wait_readable
 from .forkserver import ForkedHost, ForkServer, ForkServerError, kill_group, stderr_tail
+from .models import SandboxLimits, WorkerError
 from .wire.folders import WORKDIR_PREFIX
+from .wire.framing import FrameChannel, ProtocolError, wait_readable
+from .wire.replies import KEY_BYTES, ForgedReply, ReplyCheck
 
 __all__ = ["Worker", "netns_prefix", "new_fork_server", "sweep_stale_workdirs", "worker_env"]
 
 log = logging.getLogger(__name__)
 _PKG_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _UIDS = itertools.count()
-_NETNS: dict[str, Optional[list[str]]] = {}
+_NETNS: dict[str, list[str] | None] = {}
 _NETNS_LOCK = threading.Lock()
 
 
-_BOOT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
-         "from envscaler_core.runtime.jailed.host import main; main()")
-_FORK_SERVER_BOOT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
-                  "from envscaler_core.runtime.jailed.forkserver import run; run()")
+_BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from envscaler_core.runtime.jailed.host import main; main()"
+_FORK_SERVER_BOOT = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); from envscaler_core.runtime.jailed.forkserver import run; run()"
+)
 
 
 def worker_env(workdir: str) -> dict[str, str]:
@@ -58,7 +57,7 @@ def worker_env(workdir: str) -> dict[str, str]:
     }
 
 
-def netns_prefix() -> Optional[list[str]]:
+def netns_prefix() -> list[str] | None:
     """Command prefix that starts a process in a fresh network namespace.
 
     Detected once per process: ``unshare -n`` (root), else ``unshare -rn``
@@ -70,13 +69,16 @@ def netns_prefix() -> Optional[list[str]]:
         return _NETNS["v"]
 
 
-def _detect_netns() -> Optional[list[str]]:
+def _detect_netns() -> list[str] | None:
     exe = shutil.which("unshare")
     for flags in (["-n"], ["-r", "-n"]):
         if exe and subprocess.run([exe, *flags, "true"], capture_output=True, timeout=10).returncode == 0:
             return [exe, *flags, "--"]
-    posture.degrade("network", "cannot create a network namespace (unshare -n and unshare -rn failed): "
-                    "TCP is still denied by Landlock where the kernel has ABI >= 4, other traffic only by the audit hook")
+    posture.degrade(
+        "network",
+        "cannot create a network namespace (unshare -n and unshare -rn failed): "
+        "TCP is still denied by Landlock where the kernel has ABI >= 4, other traffic only by the audit hook",
+    )
     return None
 
 
@@ -92,7 +94,7 @@ def sweep_stale_workdirs() -> list[str]:
     removed = []
     base = tempfile.gettempdir()
     for name in os.listdir(base):
-        pid = name[len(WORKDIR_PREFIX):].split("-", 1)[0]
+        pid = name[len(WORKDIR_PREFIX) :].split("-", 1)[0]
         if not (name.startswith(WORKDIR_PREFIX) and pid.isdigit()) or _alive(int(pid)):
             continue
         shutil.rmtree(os.path.join(base, name), ignore_errors=True)
@@ -120,7 +122,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def new_fork_server(limits: SandboxLimits) -> Optional[ForkServer]:
+def new_fork_server(limits: SandboxLimits) -> ForkServer | None:
     """A fork server for pools with ``limits`` (None where pidfds are missing: cold starts)."""
     if not hasattr(os, "pidfd_open"):
         return None
@@ -129,8 +131,9 @@ def new_fork_server(limits: SandboxLimits) -> Optional[ForkServer]:
     except OSError:
         return None
     _sweep_once()
-    return ForkServer(limits, worker_env, netns_prefix() if limits.network_namespace else None,
-                      ["-c", _FORK_SERVER_BOOT, _PKG_ROOT])
+    return ForkServer(
+        limits, worker_env, netns_prefix() if limits.network_namespace else None, ["-c", _FORK_SERVER_BOOT, _PKG_ROOT]
+    )
 
 
 class Worker:
@@ -142,14 +145,14 @@ class Worker:
             interpreter; falls back to a cold start if the fork server fails.
     """
 
-    def __init__(self, limits: SandboxLimits, fork_server: Optional[ForkServer] = None) -> None:
+    def __init__(self, limits: SandboxLimits, fork_server: ForkServer | None = None) -> None:
         self.limits = limits
         _sweep_once()
         self.workdir = tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-")
         self.uid = self._prepare_dir()
         cfg = {"limits": limits.model_dump(), "uid": self.uid, "drop_privileges": limits.drop_privileges}
         self.posture: dict = {}
-        self._stderr = tempfile.TemporaryFile()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - the host's stderr, open while it lives (closed in kill)
         self._ended, ended_w = os.pipe()  # the host reports each session's end here; no cell holds it
         try:
             forked = self._fork(fork_server, cfg, ended_w) if fork_server is not None else None
@@ -165,8 +168,8 @@ class Worker:
         self.chan = FrameChannel(stdout.fileno(), stdin.fileno(), limits.max_frame_bytes)
         self.ready = False
         self.dead = False
-        self._posted: Optional[float] = None  # deadline of a posted op's unread answer
-        self._replies: Optional[ReplyCheck] = None  # the open session's, if any
+        self._posted: float | None = None  # deadline of a posted op's unread answer
+        self._replies: ReplyCheck | None = None  # the open session's, if any
         self._unconfirmed = 0  # sessions that ended by their replies, whose exit the host has not reported yet
 
     def _cold(self, cfg: dict, ended_fd: int) -> subprocess.Popen:
@@ -174,11 +177,19 @@ class Worker:
         prefix = netns_prefix() if self.limits.network_namespace else None
         boot = json.dumps({**cfg, "ended_fd": ended_fd})
         cmd = [*(prefix or []), sys.executable, "-s", "-c", _BOOT, _PKG_ROOT, boot]
-        return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                                pass_fds=(ended_fd,), cwd=self.workdir, env=worker_env(self.workdir),
-                                start_new_session=True, close_fds=True)
+        return subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            pass_fds=(ended_fd,),
+            cwd=self.workdir,
+            env=worker_env(self.workdir),
+            start_new_session=True,
+            close_fds=True,
+        )
 
-    def _fork(self, fork_server: ForkServer, cfg: dict, ended_fd: int) -> Optional[ForkedHost]:
+    def _fork(self, fork_server: ForkServer, cfg: dict, ended_fd: int) -> ForkedHost | None:
         """A host forked by the fork server, or None (then a cold start)."""
         try:
             return fork_server.spawn(cfg, self.workdir, self._stderr, ended_fd)
@@ -203,7 +214,9 @@ class Worker:
             msg = json.loads(self.chan.recv(time.monotonic() + self.limits.spawn_timeout_s))
         except (ProtocolError, ValueError) as exc:
             self.kill()
-            raise WorkerError(f"sandbox worker failed to start: {exc}; {self._stderr_tail()}", "worker_crashed") from exc
+            raise WorkerError(
+                f"sandbox worker failed to start: {exc}; {self._stderr_tail()}", "worker_crashed"
+            ) from exc
         if not msg.get("ready"):
             self.kill()
             raise WorkerError(f"unexpected hello from worker: {msg!r}", "worker_crashed")
@@ -211,9 +224,12 @@ class Worker:
         problems = self.posture.get("problems") or []
         if problems and not self.limits.allow_weaker_sandbox:
             self.kill()
-            raise WorkerError("sandbox hardening failed: " + "; ".join(problems) + ". Fix the machine, or accept a "
-                              "weaker sandbox with ENVSCALER_ALLOW_WEAKER_SANDBOX=1 or SandboxLimits(allow_weaker_sandbox=True) (recorded in the "
-                              "run's manifest).", "worker_crashed")
+            raise WorkerError(
+                "sandbox hardening failed: " + "; ".join(problems) + ". Fix the machine, or accept a "
+                "weaker sandbox with ENVSCALER_ALLOW_WEAKER_SANDBOX=1 or SandboxLimits(allow_weaker_sandbox=True) "
+                "(recorded in the run's manifest).",
+                "worker_crashed",
+            )
         posture.record(self.posture)
         self.ready = True
 
@@ -380,5 +396,5 @@ class Worker:
     def __del__(self) -> None:  # pragma: no cover - best effort
         try:
             self.kill()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - a finalizer must not raise
             pass

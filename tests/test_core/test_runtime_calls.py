@@ -34,17 +34,20 @@ def test_env_level_failure_is_not_a_runtime_error(lib_session):
     assert not res.ok and res.error_type is None and res.observation["success"] is False
 
 
-@pytest.mark.parametrize(("tool", "args", "error_type", "needle"), [
-    ("fly_away", {}, "unknown_tool", "Available tools"),
-    ("get_book", {}, "invalid_arguments", "missing required argument 'book_id'"),
-    ("get_book", {"book_id": "b1", "extra": 1}, "invalid_arguments", "unexpected argument 'extra'"),
-    ("checkout_book", {"book_id": "b1", "days": "many"}, "invalid_arguments", "argument 'days'"),
-    ("get_book", {"book_id": 123}, "invalid_arguments", "valid string"),
-    ("get_book", [1, 2], "invalid_arguments", "JSON object"),
-    ("get_book", '"b1"', "invalid_arguments", "JSON object"),
-    ("get_book", '{"book_id": "b1"', "malformed_json", "not valid JSON"),
-    ("get_book", "{'book_id': 'b1'}", "malformed_json", "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    ("tool", "args", "error_type", "needle"),
+    [
+        ("fly_away", {}, "unknown_tool", "Available tools"),
+        ("get_book", {}, "invalid_arguments", "missing required argument 'book_id'"),
+        ("get_book", {"book_id": "b1", "extra": 1}, "invalid_arguments", "unexpected argument 'extra'"),
+        ("checkout_book", {"book_id": "b1", "days": "many"}, "invalid_arguments", "argument 'days'"),
+        ("get_book", {"book_id": 123}, "invalid_arguments", "valid string"),
+        ("get_book", [1, 2], "invalid_arguments", "JSON object"),
+        ("get_book", '"b1"', "invalid_arguments", "JSON object"),
+        ("get_book", '{"book_id": "b1"', "malformed_json", "not valid JSON"),
+        ("get_book", "{'book_id': 'b1'}", "malformed_json", "not valid JSON"),
+    ],
+)
 def test_bad_calls(lib_session, tool, args, error_type, needle):
     before = lib_session.state_hash()
     res = lib_session.call(tool, args)
@@ -71,9 +74,11 @@ def test_lax_coercion_and_empty_arguments(sandbox_pool):
 
 
 def test_canonical_results(sandbox_pool):
-    body = ("import datetime, decimal\n"
-            "return {'success': True, 'data': {'s': {3, 1, 2}, 't': (1, 2), 'd': datetime.date(2024, 5, 1),"
-            " 'm': decimal.Decimal('1.50'), 7: 'seven'}}")
+    body = (
+        "import datetime, decimal\n"
+        "return {'success': True, 'data': {'s': {3, 1, 2}, 't': (1, 2), 'd': datetime.date(2024, 5, 1),"
+        " 'm': decimal.Decimal('1.50'), 7: 'seven'}}"
+    )
     session = EnvSession(sandbox_pool, hostile(body), "Hostile")
     try:
         data = session.call("attack").observation["data"]
@@ -108,13 +113,21 @@ def test_init_config_and_no_arg_constructor(sandbox_pool):
         assert s.call("ping").observation["data"] == 42
 
 
-@pytest.mark.parametrize(("src", "cls", "error_type", "needle"), [
-    ("class A(:\n  pass", "A", "syntax_error", "SyntaxError"),
-    ("import no_such_module_xyz\nclass A: pass", "A", "import_error", "no_such_module_xyz"),
-    ("class A: pass", "B", "class_not_found", "'B' not found"),
-    ("class A:\n    def __init__(self):\n        raise ValueError('bad init')", "A", "constructor_error", "bad init"),
-    ("import sys\nsys.exit(1)", "A", "import_error", "SystemExit"),
-])
+@pytest.mark.parametrize(
+    ("src", "cls", "error_type", "needle"),
+    [
+        ("class A(:\n  pass", "A", "syntax_error", "SyntaxError"),
+        ("import no_such_module_xyz\nclass A: pass", "A", "import_error", "no_such_module_xyz"),
+        ("class A: pass", "B", "class_not_found", "'B' not found"),
+        (
+            "class A:\n    def __init__(self):\n        raise ValueError('bad init')",
+            "A",
+            "constructor_error",
+            "bad init",
+        ),
+        ("import sys\nsys.exit(1)", "A", "import_error", "SystemExit"),
+    ],
+)
 def test_load_errors(sandbox_pool, src, cls, error_type, needle):
     with pytest.raises(EnvLoadError) as info:
         EnvSession(sandbox_pool, src, cls)

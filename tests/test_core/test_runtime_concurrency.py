@@ -103,8 +103,10 @@ def test_a_host_that_dies_after_a_posted_close_is_replaced():
 
 def test_a_reopened_parked_session_does_not_repeat_its_schema_warnings(caplog):
     # a reopen must not log the tool-schema warnings again
-    source = "class Odd:\n    def poke(self, x: 'NoSuchType') -> dict:\n        \"\"\"Poke.\"\"\"\n" \
-             "        return {'success': True}\n"
+    source = (
+        'class Odd:\n    def poke(self, x: \'NoSuchType\') -> dict:\n        """Poke."""\n'
+        "        return {'success': True}\n"
+    )
     with WorkerPool(size=1, limits=FAST_LIMITS) as pool, caplog.at_level("WARNING"):
         session = EnvSession(pool, source, "Odd")
         for _ in range(2):

@@ -1,4 +1,5 @@
 """Sessions whose pipes have descriptor numbers of 1024 and more (a process holding many sessions)."""
+
 from __future__ import annotations
 
 import asyncio

@@ -44,7 +44,10 @@ def test_infinite_loop_in_method(sandbox_pool):
 
 
 def test_infinite_loop_swallowing_interrupts_is_killed(sandbox_pool):
-    body = "n = 0\nwhile True:\n    try:\n        while True:\n            n += 1\n    except BaseException:\n        n = 0"
+    body = (
+        "n = 0\nwhile True:\n    try:\n        while True:\n            n += 1\n"
+        "    except BaseException:\n        n = 0"
+    )
     session = EnvSession(sandbox_pool, hostile(body), "Hostile")
     try:
         assert session.call("ping").ok
@@ -94,16 +97,18 @@ def test_os_system(sandbox_pool):
 
 
 def test_subprocess_run(sandbox_pool):
-    result = _attack(sandbox_pool, "return {'out': subprocess.run(['id'], capture_output=True).stdout}",
-                     imports="import subprocess")
+    result = _attack(
+        sandbox_pool, "return {'out': subprocess.run(['id'], capture_output=True).stdout}", imports="import subprocess"
+    )
     _assert_error(result, "tool_exception", "not allowed")
 
 
 def test_environment_has_no_secrets(sandbox_pool, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret")
     monkeypatch.setenv("MY_SERVICE_TOKEN", "tok")
-    session = EnvSession(sandbox_pool, hostile("return {'success': True, 'data': dict(os.environ)}",
-                                                imports="import os"), "Hostile")
+    session = EnvSession(
+        sandbox_pool, hostile("return {'success': True, 'data': dict(os.environ)}", imports="import os"), "Hostile"
+    )
     try:
         env = session.call("attack").observation["data"]
     finally:
@@ -169,8 +174,11 @@ def test_huge_return_value(sandbox_pool):
 
 @pytest.mark.parametrize("value", ["lambda: 1", "object()"])
 def test_unserializable_return(sandbox_pool, value):
-    _assert_error(_attack(sandbox_pool, f"return {{'success': True, 'data': {value}}}"),
-                  "unserializable_result", "not JSON serializable")
+    _assert_error(
+        _attack(sandbox_pool, f"return {{'success': True, 'data': {value}}}"),
+        "unserializable_result",
+        "not JSON serializable",
+    )
 
 
 def test_unserializable_state_is_rolled_back(sandbox_pool):
@@ -184,15 +192,18 @@ def test_exception_traceback_is_short(sandbox_pool):
     assert "envscaler_core" not in result.observation["error"]
 
 
-@pytest.mark.parametrize("body", [
-    "os.remove('/etc/hostname')",
-    "os.rename('/etc/hostname', 'x')",
-    "fd = os.open('/tmp/pwned-osopen', os.O_WRONLY | os.O_CREAT)",
-    "ctypes.CDLL(None).system(b'true')",
-    "threading.Thread(target=print).start()",
-    "os.kill(os.getppid(), 9)",
-    "open('/proc/1/environ', 'rb').read()",
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "os.remove('/etc/hostname')",
+        "os.rename('/etc/hostname', 'x')",
+        "fd = os.open('/tmp/pwned-osopen', os.O_WRONLY | os.O_CREAT)",
+        "ctypes.CDLL(None).system(b'true')",
+        "threading.Thread(target=print).start()",
+        "os.kill(os.getppid(), 9)",
+        "open('/proc/1/environ', 'rb').read()",
+    ],
+)
 def test_other_escapes_blocked(sandbox_pool, body):
     imports = "import os, ctypes, threading"
     result = _attack(sandbox_pool, body + "\nreturn {}", imports=imports)
@@ -237,9 +248,13 @@ def test_a_forged_diff_is_replaced_by_the_sessions_own_state(sandbox_pool):
         session.close()
 
 
-@pytest.mark.parametrize("snapshot, says", [("lambda self: os._exit(3)", "exited with status 3"),
-                                             ("lambda self: 1 / 0", "could not read its state back")])
-def test_a_session_that_forges_a_diff_and_fails_the_read_back_leaves_the_state_before_the_call(sandbox_pool, snapshot, says):
+@pytest.mark.parametrize(
+    "snapshot, says",
+    [("lambda self: os._exit(3)", "exited with status 3"), ("lambda self: 1 / 0", "could not read its state back")],
+)
+def test_a_session_that_forges_a_diff_and_fails_the_read_back_leaves_the_state_before_the_call(
+    sandbox_pool, snapshot, says
+):
     crash = f"executor.Executor.snapshot = {snapshot}"
     result = _attack(sandbox_pool, _FORGE_DIFF.replace("{crash}", crash), imports="import os, sys")
     _assert_error(result, "worker_crashed", says, "restored to before the call")
@@ -247,6 +262,7 @@ def test_a_session_that_forges_a_diff_and_fails_the_read_back_leaves_the_state_b
 
 def _attack_on_loop(pool, body, imports=""):
     """:func:`_attack` with every call sent and answered on the event loop (``acall``)."""
+
     async def main():
         session = EnvSession(pool, hostile(body, imports), "Hostile")
         try:
@@ -258,15 +274,22 @@ def _attack_on_loop(pool, body, imports=""):
     return asyncio.run(main())
 
 
-_SWALLOWS_INTERRUPTS = "n = 0\nwhile True:\n    try:\n        while True:\n            n += 1\n    except BaseException:\n        n = 0"
+_SWALLOWS_INTERRUPTS = (
+    "n = 0\nwhile True:\n    try:\n        while True:\n            n += 1\n    except BaseException:\n        n = 0"
+)
 
 
-@pytest.mark.parametrize("body, imports, error_type, says", [
-    ("while True:\n    pass", "", "timeout", "did not finish"),
-    (_SWALLOWS_INTERRUPTS, "", "timeout", "killed"),
-    ("os._exit(0)", "import os", "worker_crashed", "exited with status 0"),
-])
-def test_calls_answered_on_the_loop_contain_attacks_like_calls_on_a_thread(sandbox_pool, body, imports, error_type, says):
+@pytest.mark.parametrize(
+    "body, imports, error_type, says",
+    [
+        ("while True:\n    pass", "", "timeout", "did not finish"),
+        (_SWALLOWS_INTERRUPTS, "", "timeout", "killed"),
+        ("os._exit(0)", "import os", "worker_crashed", "exited with status 0"),
+    ],
+)
+def test_calls_answered_on_the_loop_contain_attacks_like_calls_on_a_thread(
+    sandbox_pool, body, imports, error_type, says
+):
     result, after = _attack_on_loop(sandbox_pool, body, imports)
     _assert_error(result, error_type, says)
     assert after.ok and after.observation["data"] == 2  # the state before the attack survived

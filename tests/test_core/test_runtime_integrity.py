@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from envscaler_core.runtime import EnvSession, SandboxLimits, WorkerError, WorkerPool, posture, run_checkers
+from envscaler_core.runtime import EnvSession, SandboxLimits, WorkerPool, posture, run_checkers
 from envscaler_core.runtime import worker as worker_mod
 from envscaler_core.runtime.jailed.filesystem import checkout_root
 from envscaler_core.runtime.jailed.landlock import abi_version
@@ -38,26 +38,33 @@ def _call(pool, body, imports="import os", arg=""):
 
 
 def _read_attempt(path_expr: str) -> str:
-    return (f"try:\n    return {{'success': True, 'data': open({path_expr}).read()}}\n"
-            f"except OSError as exc:\n    return {{'success': True, 'data': 'denied: ' + type(exc).__name__}}")
+    return (
+        f"try:\n    return {{'success': True, 'data': open({path_expr}).read()}}\n"
+        f"except OSError as exc:\n    return {{'success': True, 'data': 'denied: ' + type(exc).__name__}}"
+    )
 
 
 # --- attacks -----------------------------------------------------------------------------------
+
 
 def test_row1_checkout_secrets_are_not_readable_and_not_on_the_path(sandbox_pool):
     secret = f"sk-planted-{uuid.uuid4().hex}"
     planted = os.path.join(CHECKOUT, f".env-integrity-test-{uuid.uuid4().hex[:8]}")
     with open(planted, "w") as fh:
         fh.write(f"OPENAI_API_KEY={secret}\n")
-    body = ("found = []\n"
-            "folders = [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p] + list(sys.path) + [arg.rsplit('/', 1)[0]]\n"
-            "for folder in folders:\n"
-            "    for name in ('.env', arg.rsplit('/', 1)[1]):\n"
-            "        try:\n"
-            "            found.append(open(os.path.join(folder, name)).read())\n"
-            "        except OSError:\n"
-            "            pass\n"
-            "return {'success': True, 'data': {'found': found, 'pythonpath': os.environ.get('PYTHONPATH'), 'path': sys.path}}")
+    body = (
+        "found = []\n"
+        "folders = [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p] "
+        "+ list(sys.path) + [arg.rsplit('/', 1)[0]]\n"
+        "for folder in folders:\n"
+        "    for name in ('.env', arg.rsplit('/', 1)[1]):\n"
+        "        try:\n"
+        "            found.append(open(os.path.join(folder, name)).read())\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "return {'success': True, 'data': {'found': found, "
+        "'pythonpath': os.environ.get('PYTHONPATH'), 'path': sys.path}}"
+    )
     try:
         result = _call(sandbox_pool, body, imports="import os, sys", arg=planted)
     finally:
@@ -87,7 +94,9 @@ def test_row2_a_private_file_in_a_fresh_folder_is_not_readable(sandbox_pool):
 def test_row3_sqlite_cannot_create_files_outside_the_folder(sandbox_pool, how):
     target = f"/tmp/integrity-{uuid.uuid4().hex}.db"
     # The URI form slips past the audit hook's path check: only the kernel stops it.
-    connect = f"sqlite3.connect({target!r})" if how == "plain" else f"sqlite3.connect('file:{target}?mode=rwc', uri=True)"
+    connect = (
+        f"sqlite3.connect({target!r})" if how == "plain" else f"sqlite3.connect('file:{target}?mode=rwc', uri=True)"
+    )
     body = f"db = {connect}\ndb.execute('create table t (x)')\nreturn {{'success': True}}"
     try:
         result = _call(sandbox_pool, body, imports="import sqlite3")
@@ -99,25 +108,36 @@ def test_row3_sqlite_cannot_create_files_outside_the_folder(sandbox_pool, how):
 
 
 def test_sqlite_inside_the_folder_still_works(sandbox_pool):
-    body = ("db = sqlite3.connect('local.db')\ndb.execute('create table t (x)')\ndb.execute('insert into t values (1)')\n"
-            "return {'success': True, 'data': db.execute('select x from t').fetchall()}")
+    body = (
+        "db = sqlite3.connect('local.db')\ndb.execute('create table t (x)')\ndb.execute('insert into t values (1)')\n"
+        "return {'success': True, 'data': db.execute('select x from t').fetchall()}"
+    )
     assert _call(sandbox_pool, body, imports="import sqlite3").observation["data"] == [[1]]
 
 
-FORGE = ("def check_func(final_state):\n"
-         "    os = {reach}\n"
-         "    body = json.dumps({forged}).encode()\n"
-         "    frame = len(body).to_bytes(4, 'big') + body\n"
-         "    for fd in range(64):\n"
-         "        try:\n"
-         "            os.write(fd, frame)\n"
-         "        except OSError:\n"
-         "            pass\n"
-         "    os._exit(0)\n")
+FORGE = (
+    "def check_func(final_state):\n"
+    "    os = {reach}\n"
+    "    body = json.dumps({forged}).encode()\n"
+    "    frame = len(body).to_bytes(4, 'big') + body\n"
+    "    for fd in range(64):\n"
+    "        try:\n"
+    "            os.write(fd, frame)\n"
+    "        except OSError:\n"
+    "            pass\n"
+    "    os._exit(0)\n"
+)
 
 
-@pytest.mark.parametrize("reach", ["typing.sys.modules['os']", "getattr(typing, 'sys').modules['os']",
-                                   "re.enum.sys.modules['os']", "json.codecs.sys.modules['os']"])
+@pytest.mark.parametrize(
+    "reach",
+    [
+        "typing.sys.modules['os']",
+        "getattr(typing, 'sys').modules['os']",
+        "re.enum.sys.modules['os']",
+        "json.codecs.sys.modules['os']",
+    ],
+)
 def test_row4_a_checker_cannot_forge_its_verdict(sandbox_pool, reach):
     source = "import typing, json, re\n" + FORGE.format(reach=reach, forged=FORGED)
     results = run_checkers(sandbox_pool, [source, "def check_func(f):\n    return False"], {"a": 1}, {"a": 1})
@@ -125,17 +145,21 @@ def test_row4_a_checker_cannot_forge_its_verdict(sandbox_pool, reach):
     assert results[1].status == "false"  # the next verdict is its own, the pipe is in step
 
 
-@pytest.mark.parametrize("source", [
-    "from typing import sys\ndef check_func(f):\n    return sys.modules['os'].getpid() > 0",
-    "def check_func(f):\n    g = (x for x in [1])\n    return g.gi_frame.f_back is None",
-    "def check_func(f):\n    return '{0.__class__}'.format(f) == ''",
-    "def check_func(f):\n    return '{0[a]}'.format(f) == '1'",
-    "import string\ndef check_func(f):\n    return string.Formatter().format('{0.__class__}', f) == ''",
-    "import typing\ndef check_func(f):\n    def g(x: 'exec(\"import os\")'): pass\n    return typing.get_type_hints(g) == {}",
-    "def check_func(f):\n    return f.__class__.__base__ is object",
-    "def check_func(f):\n    _getattr_ = lambda o, n: 1\n    return True",
-    "def check_func(f):\n    return __builtins__ is not None",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from typing import sys\ndef check_func(f):\n    return sys.modules['os'].getpid() > 0",
+        "def check_func(f):\n    g = (x for x in [1])\n    return g.gi_frame.f_back is None",
+        "def check_func(f):\n    return '{0.__class__}'.format(f) == ''",
+        "def check_func(f):\n    return '{0[a]}'.format(f) == '1'",
+        "import string\ndef check_func(f):\n    return string.Formatter().format('{0.__class__}', f) == ''",
+        "import typing\ndef check_func(f):\n"
+        "    def g(x: 'exec(\"import os\")'): pass\n    return typing.get_type_hints(g) == {}",
+        "def check_func(f):\n    return f.__class__.__base__ is object",
+        "def check_func(f):\n    _getattr_ = lambda o, n: 1\n    return True",
+        "def check_func(f):\n    return __builtins__ is not None",
+    ],
+)
 def test_restricted_checkers_refuse_the_ways_out(sandbox_pool, source):
     result = run_checkers(sandbox_pool, [source], {"a": 1}, {"a": 1})[0]
     assert result.status == "error", result
@@ -143,21 +167,27 @@ def test_restricted_checkers_refuse_the_ways_out(sandbox_pool, source):
 
 def test_honest_checkers_keep_their_verdicts(sandbox_pool):
     sources = [
-        "import re, math\nfrom typing import Any, Dict\ndef check_func(final_state: Dict[str, Any], initial_state=None) -> bool:\n"
+        "import re, math\nfrom typing import Any, Dict\n"
+        "def check_func(final_state: Dict[str, Any], initial_state=None) -> bool:\n"
         "    books = final_state.get('books', {})\n    total = 0\n    for _, b in books.items():\n        total += 1\n"
         "    names = sorted(k for k in books if re.match(r'b\\d', k))\n"
         "    return total == len(names) == 1 and math.isclose(1.0, 1.0) and f'{total}' == '1'",
         "from datetime import datetime\ndef check_func(final_state):\n"
-        "    return datetime.strptime('2026-01-02', '%Y-%m-%d').day == 2 and any(v['status'] == 'out' for v in final_state['books'].values())",
-        "def check_func(final_state):\n    seen = {}\n    seen['x'] = [1]\n    seen['x'] += [2]\n    a, b = seen['x']\n    return (a, b) == (1, 2)",
+        "    return datetime.strptime('2026-01-02', '%Y-%m-%d').day == 2 "
+        "and any(v['status'] == 'out' for v in final_state['books'].values())",
+        "def check_func(final_state):\n    seen = {}\n    seen['x'] = [1]\n"
+        "    seen['x'] += [2]\n    a, b = seen['x']\n    return (a, b) == (1, 2)",
         "def check_func(final_state):\n    return '{} {n:>3}'.format('a', n=7) == 'a   7'",
-        "def _norm(text):\n    return text.strip().lower()\ndef check_func(final_state):\n    _seen = _norm(' OUT ')\n    return _seen == 'out' and type(final_state) is dict",
+        "def _norm(text):\n    return text.strip().lower()\n"
+        "def check_func(final_state):\n    _seen = _norm(' OUT ')\n"
+        "    return _seen == 'out' and type(final_state) is dict",
     ]
     results = run_checkers(sandbox_pool, sources, {"books": {"b1": {"status": "out"}}}, {"books": {}})
     assert [r.status for r in results] == ["true"] * 5, results
 
 
 # --- item 1: a kernel-enforced file allow-list -----------------------------------------------
+
 
 def test_sessions_are_confined_by_landlock(sandbox_pool):
     session = EnvSession(sandbox_pool, hostile("return {'success': True}"), "Hostile")
@@ -203,8 +233,13 @@ def test_mount_namespace_fallback():
 
 # --- item 2: privileges really dropped --------------------------------------------------------
 
+
 def test_every_capability_is_dropped(sandbox_pool):
-    session = EnvSession(sandbox_pool, hostile("return {'success': True, 'data': [os.getresuid(), os.getgroups()]}", "import os"), "Hostile")
+    session = EnvSession(
+        sandbox_pool,
+        hostile("return {'success': True, 'data': [os.getresuid(), os.getgroups()]}", "import os"),
+        "Hostile",
+    )
     try:
         observation = session.call("attack").observation
         ids, groups = observation["data"]
@@ -233,13 +268,15 @@ def test_a_failed_privilege_drop_is_an_error_unless_allowed(monkeypatch, capsys)
 
 # --- item 3: the reply channel ----------------------------------------------------------------
 
-STRAY = ("frame = json.dumps({'ok': True, 'observation': {'success': True, 'data': 'forged'}, 'error_type': None,"
-         " 'state_diff': [], 'state_hash': 'x'}).encode()\n"
-         "for fd in range(64):\n"
-         "    try:\n"
-         "        os.write(fd, len(frame).to_bytes(4, 'big') + frame)\n"
-         "    except OSError:\n"
-         "        pass\n")
+STRAY = (
+    "frame = json.dumps({'ok': True, 'observation': {'success': True, 'data': 'forged'}, 'error_type': None,"
+    " 'state_diff': [], 'state_hash': 'x'}).encode()\n"
+    "for fd in range(64):\n"
+    "    try:\n"
+    "        os.write(fd, len(frame).to_bytes(4, 'big') + frame)\n"
+    "    except OSError:\n"
+    "        pass\n"
+)
 
 
 @pytest.mark.parametrize("then", ["return {'success': True, 'data': 'honest'}", "os._exit(0)"])
@@ -258,8 +295,10 @@ def test_a_stray_write_is_a_crash_and_the_pipe_stays_in_step(sandbox_pool, then)
 
 def test_impure_checkers_fail_at_rollout_time_too(sandbox_pool):
     # A hand-edited scenarios.jsonl: the checker is impure but would answer True.
-    sources = ["import os\ndef check_func(f):\n    return os.getpid() > 0",
-               "counter = 0\ndef check_func(f):\n    global counter\n    counter += 1\n    return True"]
+    sources = [
+        "import os\ndef check_func(f):\n    return os.getpid() > 0",
+        "counter = 0\ndef check_func(f):\n    global counter\n    counter += 1\n    return True",
+    ]
     results = run_checkers(sandbox_pool, sources, {}, {})
     assert [r.status for r in results] == ["error", "error"]
     assert all("not pure" in r.error for r in results)
@@ -267,18 +306,21 @@ def test_impure_checkers_fail_at_rollout_time_too(sandbox_pool):
 
 # --- item 4: clean-up and a degraded network namespace ---------------------------------------
 
+
 def _workdirs(pid: int) -> list[str]:
     base = tempfile.gettempdir()
     return [n for n in os.listdir(base) if n.startswith(f"{worker_mod.WORKDIR_PREFIX}{pid}-")]
 
 
 def test_no_folder_survives_a_killed_parent():
-    script = ("from envscaler_core.runtime import EnvSession, WorkerPool, SandboxLimits\n"
-              "from tests.test_core.conftest import hostile\n"
-              "pool = WorkerPool(2, SandboxLimits(call_timeout_s=2))\n"
-              "s = EnvSession(pool, hostile('return {}'), 'Hostile')\n"
-              "print('ready', flush=True)\n"
-              "import time; time.sleep(60)\n")
+    script = (
+        "from envscaler_core.runtime import EnvSession, WorkerPool, SandboxLimits\n"
+        "from tests.test_core.conftest import hostile\n"
+        "pool = WorkerPool(2, SandboxLimits(call_timeout_s=2))\n"
+        "s = EnvSession(pool, hostile('return {}'), 'Hostile')\n"
+        "print('ready', flush=True)\n"
+        "import time; time.sleep(60)\n"
+    )
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=CHECKOUT, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "ready"
@@ -318,6 +360,7 @@ def test_a_degraded_network_namespace_is_loud_and_in_the_manifest(monkeypatch, c
 
 # --- through the project's command ------------------------------------------------------------
 
+
 def test_the_call_command_contains_the_table_rows(tmp_path, capsys):
     from envscaler_core.artifacts import EnvSpec
     from interact_with_env.__main__ import main
@@ -325,14 +368,20 @@ def test_the_call_command_contains_the_table_rows(tmp_path, capsys):
     secret = f"sk-planted-{uuid.uuid4().hex}"
     planted = os.path.join(CHECKOUT, f".env-integrity-test-{uuid.uuid4().hex[:8]}")
     db = f"/tmp/integrity-{uuid.uuid4().hex}.db"
-    body = ("out = []\n"
-            "for attempt in (lambda: open(arg).read(), lambda: sqlite3.connect(" + repr(db) + ").execute('create table t (x)')):\n"
-            "    try:\n"
-            "        out.append(str(attempt()))\n"
-            "    except Exception as exc:\n"
-            "        out.append('denied: ' + type(exc).__name__)\n"
-            "return {'success': True, 'data': out}")
-    spec = EnvSpec(id="hostile", env_id="hostile", env_class_name="Hostile", env_class_code=hostile(body, "import sqlite3"))
+    body = (
+        "out = []\n"
+        "for attempt in (lambda: open(arg).read(), lambda: sqlite3.connect("
+        + repr(db)
+        + ").execute('create table t (x)')):\n"
+        "    try:\n"
+        "        out.append(str(attempt()))\n"
+        "    except Exception as exc:\n"
+        "        out.append('denied: ' + type(exc).__name__)\n"
+        "return {'success': True, 'data': out}"
+    )
+    spec = EnvSpec(
+        id="hostile", env_id="hostile", env_class_name="Hostile", env_class_code=hostile(body, "import sqlite3")
+    )
     envs = tmp_path / "envs.jsonl"
     envs.write_text(spec.model_dump_json() + "\n")
     with open(planted, "w") as fh:
@@ -368,8 +417,22 @@ def test_a_do_nothing_episode_with_a_forging_checker_scores_nothing(scripted_env
     scenarios = tmp_path / "scenarios.jsonl"
     scenarios.write_text(json.dumps(scenario) + "\n")
     scripted_env.policy = planned([Reply.text("Task Completed.")])  # does nothing
-    assert main(["run", "--envs", str(ENVS), "--scenarios", str(scenarios), "--out", str(tmp_path / "out"),
-                 "--set", "llm.default.max_retries=0"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--envs",
+                str(ENVS),
+                "--scenarios",
+                str(scenarios),
+                "--out",
+                str(tmp_path / "out"),
+                "--set",
+                "llm.default.max_retries=0",
+            ]
+        )
+        == 0
+    )
     (traj,) = JsonlStore(tmp_path / "out" / "trajectories.jsonl", Trajectory).read_all()
     assert traj.reward.final < 1.0 and traj.reward.checker_errors == 1
 

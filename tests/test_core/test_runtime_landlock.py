@@ -11,8 +11,10 @@ import pytest
 
 from envscaler_core.runtime.jailed import landlock as _landlock
 
-pytestmark = [pytest.mark.timeout(30),
-              pytest.mark.skipif(_landlock.abi_version() < 1, reason="this kernel has no Landlock")]
+pytestmark = [
+    pytest.mark.timeout(30),
+    pytest.mark.skipif(_landlock.abi_version() < 1, reason="this kernel has no Landlock"),
+]
 
 
 def _in_confined_child(body, read=(), write=(), **kwargs) -> str:
@@ -27,7 +29,7 @@ def _in_confined_child(body, read=(), write=(), **kwargs) -> str:
             ruleset.allow(list(write), _landlock.READ_WRITE)
             ruleset.restrict()
             out = str(body())
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:  # noqa: BLE001 - the child reports whatever happened, then exits
             out = f"raised {type(exc).__name__}: {exc}"
         os.write(w, out.encode())
         os._exit(0)
@@ -69,7 +71,8 @@ def test_reads_and_writes_follow_the_rules(tmp_path):
         ]
 
     assert _in_confined_child(body, read=[readable], write=[writable]) == str(
-        ["allowed", "errno 13", "allowed", "errno 13", "errno 13"])
+        ["allowed", "errno 13", "allowed", "errno 13", "errno 13"]
+    )
 
 
 def test_exec_is_denied_everywhere():
@@ -85,8 +88,10 @@ def test_tcp_connect_and_bind_are_denied():
     port = listener.getsockname()[1]
 
     def body():
-        return [_errno_of(lambda: socket.create_connection(("127.0.0.1", port), timeout=1)),
-                _errno_of(lambda: socket.socket().bind(("127.0.0.1", 0)))]
+        return [
+            _errno_of(lambda: socket.create_connection(("127.0.0.1", port), timeout=1)),
+            _errno_of(lambda: socket.socket().bind(("127.0.0.1", 0))),
+        ]
 
     try:
         assert _in_confined_child(body) == str(["errno 13", "errno 13"])
@@ -103,8 +108,7 @@ def test_signals_and_abstract_sockets_are_scoped():
     parent = os.getpid()
 
     def body():
-        return [_errno_of(lambda: os.kill(parent, 0)),
-                _errno_of(lambda: socket.socket(socket.AF_UNIX).connect(name))]
+        return [_errno_of(lambda: os.kill(parent, 0)), _errno_of(lambda: socket.socket(socket.AF_UNIX).connect(name))]
 
     try:
         assert _in_confined_child(body) == str(["errno 1", "errno 1"])

@@ -1,5 +1,6 @@
 """The reply channel: sessions write authenticated frames straight to the parent, which
 checks them itself; the host forwards nothing."""
+
 import contextlib
 import gc
 import os
@@ -8,8 +9,8 @@ import signal
 import pytest
 
 from envscaler_core.runtime import EnvSession, WorkerPool
-from envscaler_core.runtime.wire.replies import HOST, LAST, REPLY, ForgedReply, ReplyCheck, signed_frame
 from envscaler_core.runtime.jailed.cell import CLEAN_EXIT, signer
+from envscaler_core.runtime.wire.replies import HOST, LAST, REPLY, ForgedReply, ReplyCheck, signed_frame
 from envscaler_core.testing.library import LIBRARY_SOURCE, library_state
 
 from .conftest import FAST_LIMITS, hostile
@@ -31,14 +32,17 @@ def test_a_sessions_frames_are_accepted_in_order_and_the_last_or_the_hosts_ends_
     assert ReplyCheck(KEY).open(body_of(signed_frame(KEY, HOST, 0, b"{}"))) == (b"{}", True)
 
 
-@pytest.mark.parametrize("frame", [
-    signed_frame(bytes(32), REPLY, 0, b"{}"),  # another session's key
-    signed_frame(KEY, REPLY, 1, b"{}"),  # out of order (or replayed)
-    signed_frame(KEY, REPLY, 0, b"{}")[:-1] + b"]",  # altered body
-    signed_frame(KEY, LAST, 0, b"{}")[:4] + REPLY + signed_frame(KEY, LAST, 0, b"{}")[5:],  # altered kind
-    b"\0\0\0\2{}",  # a plain JSON frame
-    b"\0\0\0\1R",  # too short for a MAC
-])
+@pytest.mark.parametrize(
+    "frame",
+    [
+        signed_frame(bytes(32), REPLY, 0, b"{}"),  # another session's key
+        signed_frame(KEY, REPLY, 1, b"{}"),  # out of order (or replayed)
+        signed_frame(KEY, REPLY, 0, b"{}")[:-1] + b"]",  # altered body
+        signed_frame(KEY, LAST, 0, b"{}")[:4] + REPLY + signed_frame(KEY, LAST, 0, b"{}")[5:],  # altered kind
+        b"\0\0\0\2{}",  # a plain JSON frame
+        b"\0\0\0\1R",  # too short for a MAC
+    ],
+)
 def test_anything_else_is_refused(frame):
     with pytest.raises(ForgedReply, match="outside the protocol"):
         ReplyCheck(KEY).open(body_of(frame))
@@ -88,18 +92,19 @@ def test_no_code_of_the_environment_runs_after_the_last_reply():
 
 
 def test_replies_reach_the_parent_while_the_host_is_stopped():
-    with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
-        with EnvSession(pool, LIBRARY_SOURCE, "LibrarySystem", initial_state=library_state()) as session:
-            host = session.worker.proc.pid
-            os.kill(host, signal.SIGSTOP)
-            try:
-                result = session.call("get_book", {"book_id": "b1"})
-            finally:
-                with contextlib.suppress(ProcessLookupError):  # the host may be gone if the call timed out
-                    os.kill(host, signal.SIGCONT)
-            assert result.ok, result.observation
-            assert session.worker.proc.pid == host
-
+    with (
+        WorkerPool(size=1, limits=FAST_LIMITS) as pool,
+        EnvSession(pool, LIBRARY_SOURCE, "LibrarySystem", initial_state=library_state()) as session,
+    ):
+        host = session.worker.proc.pid
+        os.kill(host, signal.SIGSTOP)
+        try:
+            result = session.call("get_book", {"book_id": "b1"})
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # the host may be gone if the call timed out
+                os.kill(host, signal.SIGCONT)
+        assert result.ok, result.observation
+        assert session.worker.proc.pid == host
 
 
 HIJACK = r"""

@@ -147,8 +147,9 @@ def test_schema_errors_are_load_errors(sandbox_pool):
     assert info.value.error_type == "syntax_error"
 
 
+@pytest.mark.unit
 def test_parse_docstring():
-    summary, args, returns = parse_docstring('''Do it.
+    summary, args, returns = parse_docstring("""Do it.
 
         Args:
             a (int): First
@@ -157,7 +158,7 @@ def test_parse_docstring():
 
         Returns:
             dict: result
-        ''')
+        """)
     assert summary == "Do it."
     assert args == {"a": "First continued.", "b": "Second."}
     assert returns == "dict: result"

@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import pytest
+from jsonpatch import JsonPointerException
 
 from envscaler_core.runtime import (
     UnserializableError,
@@ -34,11 +35,21 @@ class Point:
     tags: set
 
 
+@pytest.mark.unit
 def test_to_jsonable_conversions():
     value = {
-        "set": {"b", "a"}, "mixed": {1, "a"}, "tuple": (1, (2,)), "dt": datetime.datetime(2024, 1, 2, 3, 4, 5),
-        "date": datetime.date(2024, 1, 2), "dec": decimal.Decimal("2.50"), 3: "int key", None: 1,
-        "enum": Color.RED, "dc": Point(1, {2, 1}), "nan": float("nan"), "inf": float("-inf"),
+        "set": {"b", "a"},
+        "mixed": {1, "a"},
+        "tuple": (1, (2,)),
+        "dt": datetime.datetime(2024, 1, 2, 3, 4, 5),
+        "date": datetime.date(2024, 1, 2),
+        "dec": decimal.Decimal("2.50"),
+        3: "int key",
+        None: 1,
+        "enum": Color.RED,
+        "dc": Point(1, {2, 1}),
+        "nan": float("nan"),
+        "inf": float("-inf"),
     }
     out = to_jsonable(value)
     assert out["set"] == ["a", "b"] and out["mixed"] == ["a", 1]
@@ -50,6 +61,7 @@ def test_to_jsonable_conversions():
     json.loads(canonical_json(value))
 
 
+@pytest.mark.unit
 def test_pydantic_models_become_dicts():
     from pydantic import BaseModel
 
@@ -61,11 +73,13 @@ def test_pydantic_models_become_dicts():
 
 
 @pytest.mark.parametrize("bad", [object(), lambda: 1, {"k": object()}, b"\xff"])
+@pytest.mark.unit
 def test_unserializable_raises(bad):
     with pytest.raises(UnserializableError):
         to_jsonable(bad)
 
 
+@pytest.mark.unit
 def test_cycles_raise():
     a: list = []
     a.append(a)
@@ -73,10 +87,12 @@ def test_cycles_raise():
         to_jsonable(a)
 
 
+@pytest.mark.unit
 def test_canonical_json_is_sorted_and_compact():
     assert canonical_json({"b": 1, "a": [1, 2], "ü": "é"}) == '{"a":[1,2],"b":1,"ü":"é"}'
 
 
+@pytest.mark.unit
 def test_hash_independent_of_insertion_and_set_order():
     assert state_hash({"a": 1, "b": {3, 2, 1}}) == state_hash({"b": {1, 2, 3}, "a": 1})
     assert state_hash({"a": 1}) != state_hash({"a": 2})
@@ -86,8 +102,10 @@ def test_hash_independent_of_insertion_and_set_order():
 def test_hash_stable_across_processes():
     state = {"users": {"u1": {"tags": {"z", "a", "m"}, "n": 1.5}}, "ids": list(range(5))}
     mine = state_hash(state)
-    code = ("from envscaler_core.runtime.wire.state import state_hash; "
-            "print(state_hash({'ids': list(range(5)), 'users': {'u1': {'n': 1.5, 'tags': {'m', 'a', 'z'}}}}))")
+    code = (
+        "from envscaler_core.runtime.wire.state import state_hash; "
+        "print(state_hash({'ids': list(range(5)), 'users': {'u1': {'n': 1.5, 'tags': {'m', 'a', 'z'}}}}))"
+    )
     hashes = set()
     for seed in ("1", "2", "random"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
@@ -96,6 +114,7 @@ def test_hash_stable_across_processes():
     assert hashes == {mine}
 
 
+@pytest.mark.unit
 def test_diff_and_apply_roundtrip():
     before = {"books": {"b1": {"status": "in"}, "b2": {"status": "in"}}, "log": [1, 2, 3]}
     after = {"books": {"b1": {"status": "out"}}, "log": [1, 3, 4], "new": {"x": None}}
@@ -107,6 +126,7 @@ def test_diff_and_apply_roundtrip():
     assert apply_diff(after, []) is after
 
 
+@pytest.mark.unit
 def test_diff_in_place():
     state = {"a": [1]}
     apply_diff(state, [{"op": "add", "path": "/a/-", "value": 2}], in_place=True)
@@ -118,6 +138,7 @@ def test_session_hash_matches_local_hash(lib_session):
     assert res.state_hash == state_hash(lib_session.snapshot())
 
 
+@pytest.mark.unit
 def test_diff_escapes_and_lists():
     before = {"a/b": {"x~y": 1}, "l": [{"id": 1}, {"id": 2}, {"id": 3}], "t": 1}
     after = {"a/b": {"x~y": 2}, "l": [{"id": 3}, {"id": 1}], "t": "one"}
@@ -126,6 +147,7 @@ def test_diff_escapes_and_lists():
     assert apply_diff(before, diff) == after
 
 
+@pytest.mark.unit
 def test_random_diffs_roundtrip():
     import random
 
@@ -151,6 +173,7 @@ def test_random_diffs_roundtrip():
         assert apply_diff(before, state_diff(before, after)) == after
 
 
+@pytest.mark.unit
 def test_apply_diff_fast_path_matches_the_library_copies_values_and_reports_bad_paths():
     """apply_diff applies add/remove/replace itself (the library deep-copied the whole state per
     step: the largest driver cost in the rollout profile); results must stay the library's."""
@@ -187,6 +210,7 @@ def test_apply_diff_fast_path_matches_the_library_copies_values_and_reports_bad_
             apply_diff({"l": []}, bad)
 
 
+@pytest.mark.perf
 def test_snapshot_comes_from_the_parent_copy_only_while_it_hashes_to_the_workers_state(lib_session):
     """Scoring snapshots every episode twice; the parent's copy (rebuilt from each call's diff)
     serves them without a round trip, but only while its hash is the one the worker reported."""
@@ -214,19 +238,35 @@ class _Tag(str, enum.Enum):
 
 def _random_value(rng, depth: int = 0):
     """Nested data mixing plain JSON with everything ``to_jsonable`` converts."""
-    leaves = [lambda: rng.randint(-5, 5), lambda: rng.random(), lambda: "s", lambda: None, lambda: True,
-              lambda: (1, "t"), lambda: _Level.LOW, lambda: _Tag.NEW, lambda: Color.RED, lambda: float("nan"),
-              lambda: datetime.date(2024, 1, 2), lambda: {1, 2}, lambda: 1 << 70, lambda: -0.0]
+    leaves = [
+        lambda: rng.randint(-5, 5),
+        lambda: rng.random(),
+        lambda: "s",
+        lambda: None,
+        lambda: True,
+        lambda: (1, "t"),
+        lambda: _Level.LOW,
+        lambda: _Tag.NEW,
+        lambda: Color.RED,
+        lambda: float("nan"),
+        lambda: datetime.date(2024, 1, 2),
+        lambda: {1, 2},
+        lambda: 1 << 70,
+        lambda: -0.0,
+    ]
     keys = [lambda: rng.choice("abc"), lambda: rng.randint(1, 12), lambda: _Tag.NEW, lambda: None, lambda: 2.5]
     if depth > 2 or rng.random() < 0.3:
         return rng.choice(leaves)()
     if rng.random() < 0.5:
         return [_random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
     plain_keys = rng.random() < 0.6
-    return {(rng.choice("abcdefgh") if plain_keys else rng.choice(keys)()): _random_value(rng, depth + 1)
-            for _ in range(rng.randint(0, 4))}
+    return {
+        (rng.choice("abcdefgh") if plain_keys else rng.choice(keys)()): _random_value(rng, depth + 1)
+        for _ in range(rng.randint(0, 4))
+    }
 
 
+@pytest.mark.unit
 def test_the_fast_hash_of_plain_data_equals_the_hash_after_conversion():
     """state_hash skips the conversion pass for data that is plain JSON already; the hash must be
     the converted value's for everything (a non-string key is sorted as its string, NaN is a string)."""
@@ -250,13 +290,18 @@ def test_the_fast_hash_of_plain_data_equals_the_hash_after_conversion():
     assert fast_paths > 500  # the fast path was taken often
 
 
+@pytest.mark.unit
 def test_a_diff_applied_in_place_applies_whole_or_not_at_all():
     state = {"a": {"x": 1}, "b": [1, 2], "c": 3}
     kept = copy.deepcopy(state)
     inner = state["a"]
-    bad = [{"op": "replace", "path": "/a/x", "value": 2}, {"op": "add", "path": "/b/-", "value": 3},
-           {"op": "remove", "path": "/c"}, {"op": "replace", "path": "/missing/y", "value": 0}]
-    with pytest.raises(Exception):
+    bad = [
+        {"op": "replace", "path": "/a/x", "value": 2},
+        {"op": "add", "path": "/b/-", "value": 3},
+        {"op": "remove", "path": "/c"},
+        {"op": "replace", "path": "/missing/y", "value": 0},
+    ]
+    with pytest.raises(JsonPointerException):
         apply_diff(state, bad, in_place=True)
     assert state == kept and state["a"] is inner  # nothing of the first three ops was kept
     assert apply_diff(state, bad[:3], in_place=True) is state

@@ -1,4 +1,5 @@
 """The sandbox facade: separate session and checker capacity, structured pool errors, async API."""
+
 from __future__ import annotations
 
 import asyncio
@@ -28,7 +29,7 @@ def box():
 
 
 def test_checks_replays_and_schemas_never_wait_for_sessions(box):
-    with box.open(ENV, STATE) as session:           # the only session worker is held
+    with box.open(ENV, STATE) as session:  # the only session worker is held
         started = time.perf_counter()
         assert [r.status for r in box.check([TRUE, TRUE], {}, {})] == ["true", "true"]
         replay = box.replay(ENV, STATE, [ToolCall(name="get_book", arguments={"book_id": "b1"})])
@@ -43,7 +44,7 @@ def test_no_free_session_is_a_load_error_and_close_returns_the_worker(box):
     with pytest.raises(EnvLoadError) as info:
         box.open(ENV, STATE)
     assert info.value.error_type == "pool_busy"
-    held.close()                                     # the worker is back at once
+    held.close()  # the worker is back at once
     box.open(ENV, STATE).close()
 
 
@@ -80,6 +81,7 @@ def test_async_api(box):
     assert result.ok and checks[0].status == "true" and replay.final_state == replay.initial_state
 
 
+@pytest.mark.perf
 def test_calls_on_an_open_session_are_answered_on_the_loop_and_a_parked_one_reopens_on_a_thread(box, monkeypatch):
     hops = []
     submit = box._calls.submit
@@ -100,7 +102,10 @@ def test_calls_on_an_open_session_are_answered_on_the_loop_and_a_parked_one_reop
     assert all(r.ok for r in first) and reopened.ok and "b9" in state["books"]
 
 
-FRAGILE = EnvSpec(id="fragile", env_class_name="Fragile", env_class_code='''
+FRAGILE = EnvSpec(
+    id="fragile",
+    env_class_name="Fragile",
+    env_class_code='''
 class Fragile:
     def __init__(self, config=None):
         if (config or {}).get("boom"):
@@ -111,7 +116,8 @@ class Fragile:
         """Add one."""
         self.n += 1
         return {"success": True, "data": self.n}
-''')
+''',
+)
 
 
 def test_open_behind_answers_before_the_open_and_its_ops_wait_for_it(box):
@@ -168,6 +174,7 @@ def test_hosts_start_when_first_needed():
         assert [r.status for r in sandbox.check([TRUE] * 3, {}, {})] == ["true"] * 3
 
 
+@pytest.mark.perf
 def test_a_session_of_an_environment_with_known_tools_is_not_sent_them_again(box, monkeypatch):
     """Once the sandbox knows an environment's tools, a session's load answer leaves them out (no
     session encodes, signs and decodes every schema again)."""
@@ -184,7 +191,7 @@ def test_a_session_of_an_environment_with_known_tools_is_not_sent_them_again(box
 
     monkeypatch.setattr(Worker, "request", spy)
     env = ENV.model_copy(update={"id": "lib-known-tools", "env_class_code": LIBRARY_SOURCE + "\n# known tools\n"})
-    with box.open(env, STATE) as first:                # tools not known yet: they come with the load
+    with box.open(env, STATE) as first:  # tools not known yet: they come with the load
         assert "tools" in answers[-1] and first.tools
     tools = box.tools(env)
     with box.open(env, STATE) as second:

@@ -1,4 +1,5 @@
 """What a stage's work closure holds must travel to a Ray worker: sandbox pools and the sandbox facade."""
+
 from __future__ import annotations
 
 import pickle
@@ -21,8 +22,9 @@ def test_a_pool_unpickles_as_this_process_pool_once_per_token():
         adopted = copies["a"]
         assert adopted is copies["b"] is pickle.loads(data)["a"]
         assert adopted is not pool and adopted.size == 1 and adopted.token == pool.token
-        with EnvSession(adopted, "class E:\n    def ping(self) -> dict:\n        return {'ok': True}\n",
-                                  "E") as session:
+        with EnvSession(
+            adopted, "class E:\n    def ping(self) -> dict:\n        return {'ok': True}\n", "E"
+        ) as session:
             assert session.call("ping", {}).observation == {"ok": True}
     finally:
         close_adopted_pools()
@@ -33,7 +35,9 @@ def test_a_pool_unpickles_as_this_process_pool_once_per_token():
 def test_a_sandbox_travels_with_its_pools_and_fresh_threads():
     with Sandbox(1, 1, checker_timeout_s=3.0) as box:
         copy = pickle.loads(pickle.dumps(box))
-        assert copy.session_pool is box.session_pool and copy.oneshot_pool is box.oneshot_pool  # same process: same pools
+        assert (
+            copy.session_pool is box.session_pool and copy.oneshot_pool is box.oneshot_pool
+        )  # same process: same pools
         assert copy._calls is not box._calls and copy.checker_timeout_s == 3.0
         assert copy.check(["def check_func(final_state):\n    return True"], {}, {})[0].status == "true"
 

@@ -6,16 +6,16 @@ A cell is forked from a template (:mod:`.templates`) or, without templates, from
 answers the parent directly, one signed frame per request (:mod:`..wire.replies`); its last
 reply ends the process, so no Python state outlives the session.
 """
+
 from __future__ import annotations
 
 import _signal  # type: ignore[import-not-found]  # no stubs; the C functions: signal's wrappers build enum members, pages a cell would copy
 import gc
 import os
 import signal
-from typing import Callable, Optional
+from collections.abc import Callable
 
-__all__ = ["CATCHABLE_SIGNALS", "CLEAN_EXIT", "HARDENING_FAILED", "ONE_SHOT", "PARENT_GONE", "Send", "serve",
-           "signer"]
+__all__ = ["CATCHABLE_SIGNALS", "CLEAN_EXIT", "HARDENING_FAILED", "ONE_SHOT", "PARENT_GONE", "Send", "serve", "signer"]
 
 CLEAN_EXIT, PARENT_GONE, HARDENING_FAILED = 86, 87, 88  # a cell's exit codes, read by its host
 ONE_SHOT = {"close", "check", "check_batch"}  # ops whose reply is the cell's last
@@ -44,7 +44,7 @@ def signer(fd: int, key: bytes) -> Send:
     return send
 
 
-def serve(in_fd: int, send: Send, limits: dict, first: Optional[dict] = None, executor=None) -> int:
+def serve(in_fd: int, send: Send, limits: dict, first: dict | None = None, executor=None) -> int:
     """Answers ``first`` (the request its host read) and then the requests read from ``in_fd``
     until a one-shot op ends the cell; returns an exit code when the parent is gone.
     ``executor``: one with the environment's class loaded already (a template's)."""
@@ -53,10 +53,16 @@ def serve(in_fd: int, send: Send, limits: dict, first: Optional[dict] = None, ex
     from .executor import Executor
 
     ex = executor or Executor(limits)
-    handlers = {"load": ex.load, "call": ex.call, "snapshot": lambda r: ex.snapshot(),
-                "restore": ex.restore, "check": run_check, "check_batch": run_check_batch,
-                "close": lambda r: {"ok": True},
-                "ping": lambda r: {"ok": True, "pid": os.getpid()}}
+    handlers = {
+        "load": ex.load,
+        "call": ex.call,
+        "snapshot": lambda r: ex.snapshot(),
+        "restore": ex.restore,
+        "check": run_check,
+        "check_batch": run_check_batch,
+        "close": lambda r: {"ok": True},
+        "ping": lambda r: {"ok": True, "pid": os.getpid()},
+    }
     req = first
     while True:
         if req is None:

@@ -9,22 +9,23 @@ from __future__ import annotations
 
 import copy
 import inspect
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
-from .executor import CHECK_FILE, SoftTimeout, deadline, exec_source, short_traceback
-from .restricted import checker_globals, compile_checker
 from ..wire.purity import purity_problems
 from ..wire.state import UnserializableError, state_hash
+from .executor import CHECK_FILE, SoftTimeout, deadline, exec_source, short_traceback
+from .restricted import checker_globals, compile_checker
 
 
-def _hash(value: Any) -> Optional[str]:
+def _hash(value: Any) -> str | None:
     try:
         return state_hash(value)
     except UnserializableError:
         return None
 
 
-def _find(namespace: dict) -> Optional[Callable]:
+def _find(namespace: dict) -> Callable | None:
     func = namespace.get("check_func")
     if callable(func):
         return func
@@ -68,7 +69,7 @@ def run_check(req: dict) -> dict:
             result = _invoke(func, final, initial)
     except SoftTimeout:
         return _result("error", f"checker did not return within {req['timeout_s']}s")
-    except BaseException as exc:  # noqa: BLE001
+    except BaseException as exc:  # noqa: BLE001 - whatever a checker raises (SystemExit too) is its result
         return _result("error", f"checker raised: {short_traceback(exc, CHECK_FILE)}")
     if (_hash(final), _hash(initial)) != before:
         return _result("error", "checker mutated the state")
@@ -77,8 +78,9 @@ def run_check(req: dict) -> dict:
     return _result("true" if result else "false", None)
 
 
-def _result(status: str, error: Optional[str]) -> dict:
+def _result(status: str, error: str | None) -> dict:
     return {"ok": True, "status": status, "error": error}
+
 
 def run_check_batch(req: dict) -> dict:
     """``{"sources", "final_state", "initial_state", "timeout_s"}`` -> one result per source."""
@@ -86,9 +88,12 @@ def run_check_batch(req: dict) -> dict:
     results = []
     for index, source in enumerate(req["sources"]):
         fresh = index == 0
-        one = {"source": source, "timeout_s": req["timeout_s"],
-               "final_state": final if fresh else copy.deepcopy(final),
-               "initial_state": initial if fresh else copy.deepcopy(initial)}
+        one = {
+            "source": source,
+            "timeout_s": req["timeout_s"],
+            "final_state": final if fresh else copy.deepcopy(final),
+            "initial_state": initial if fresh else copy.deepcopy(initial),
+        }
         if fresh:
             final, initial = copy.deepcopy(final), copy.deepcopy(initial)  # pristine for the next ones
         result = run_check(one)

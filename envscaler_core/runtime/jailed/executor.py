@@ -18,7 +18,7 @@ import sys
 import traceback
 import types
 from contextlib import contextmanager
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -58,7 +58,7 @@ def _fail(error_type: str, error: str) -> dict:
     return {"ok": False, "error_type": error_type, "error": error}
 
 
-def exec_source(code: str, filename: str, namespace: dict, compiler: Any = compile) -> Optional[dict]:
+def exec_source(code: str, filename: str, namespace: dict, compiler: Any = compile) -> dict | None:
     """Compiles (with ``compiler``) and runs ``code`` in ``namespace``; returns an error dict or None."""
     try:
         compiled = compiler(code, filename, "exec")
@@ -74,7 +74,7 @@ def exec_source(code: str, filename: str, namespace: dict, compiler: Any = compi
     return None
 
 
-def load_class(code: str, class_name: str) -> tuple[Optional[type], Optional[dict]]:
+def load_class(code: str, class_name: str) -> tuple[type | None, dict | None]:
     """Executes the env module and returns (class, None) or (None, error)."""
     module = types.ModuleType(MODULE_NAME)
     sys.modules[MODULE_NAME] = module
@@ -100,7 +100,7 @@ def takes_config(cls: type) -> bool:
     return True
 
 
-def construct(cls: type, init_config: Any, with_config: Optional[bool] = None) -> Any:
+def construct(cls: type, init_config: Any, with_config: bool | None = None) -> Any:
     """``cls(init_config)`` when the signature accepts it, else ``cls()`` (``with_config``: that
     answer, known already)."""
     if with_config is None:
@@ -132,8 +132,8 @@ class Executor:
 
     def __init__(self, limits: dict) -> None:
         self.limits = limits
-        self.cls: Optional[type] = None  # set by :meth:`prepare` in a template
-        self.with_config: Optional[bool] = None  # its constructor's signature, read once there too
+        self.cls: type | None = None  # set by :meth:`prepare` in a template
+        self.with_config: bool | None = None  # its constructor's signature, read once there too
         self.instance: Any = None
         self.tools: dict[str, ToolSpec] = {}
         self.last: dict = {}
@@ -150,7 +150,7 @@ class Executor:
         except SoftTimeout:
             return _fail("timeout", f"loading the environment took longer than {self.limits['load_timeout_s']}s")
 
-    def prepare(self, req: dict) -> Optional[dict]:
+    def prepare(self, req: dict) -> dict | None:
         """Executes the module and builds the tools once, for every cell forked afterwards (a
         template, :mod:`.templates`); returns an error response or None."""
         try:
@@ -171,15 +171,21 @@ class Executor:
             if cls is None:
                 return error or _fail("class_not_found", f"class {req['class_name']!r} not found")
             self.tools = build_tools(cls)
-        tools = {} if req.get("tools") is False else {  # False: the parent has them already
-            "tools": [t.schema for t in self.tools.values()], "warnings": [w for t in self.tools.values() for w in t.warnings]}
+        tools = (
+            {}
+            if req.get("tools") is False
+            else {  # False: the parent has them already
+                "tools": [t.schema for t in self.tools.values()],
+                "warnings": [w for t in self.tools.values() for w in t.warnings],
+            }
+        )
         if req.get("schemas_only"):
             return {"ok": True, **tools}
         try:
             self.instance = construct(cls, req.get("init_config") or {}, self.with_config)
         except SoftTimeout:
             raise
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:  # noqa: BLE001 - a constructor's failure, whatever it raised, is a load error
             return _fail("constructor_error", f"{req['class_name']}() failed: {short_traceback(exc, ENV_FILE)}")
         return self._seed(req.get("initial_state") or {}, tools)
 
@@ -206,7 +212,13 @@ class Executor:
     def _observe(self, error_type: str, error: str) -> dict:
         inject(self.instance, self.last)  # roll back partial mutations
         obs = {"success": False, "error_type": error_type, "error": error}
-        return {"ok": True, "observation": obs, "error_type": error_type, "state_diff": [], "state_hash": self.last_hash}
+        return {
+            "ok": True,
+            "observation": obs,
+            "error_type": error_type,
+            "state_diff": [],
+            "state_hash": self.last_hash,
+        }
 
     def call(self, req: dict) -> dict:
         """Validates arguments, runs the tool, returns observation + diff."""
@@ -226,19 +238,27 @@ class Executor:
             return self._observe("timeout", f"Tool {name!r} did not finish within {timeout}s and was interrupted.")
         except SystemExit as exc:
             return self._observe("tool_exception", f"Tool {name!r} called sys.exit({exc.code!r}).")
-        except BaseException as exc:  # noqa: BLE001
-            return self._observe("tool_exception", f"Tool {name!r} raised an exception: {short_traceback(exc, ENV_FILE)}")
+        except BaseException as exc:  # noqa: BLE001 - a tool's exception is the agent's observation
+            return self._observe(
+                "tool_exception", f"Tool {name!r} raised an exception: {short_traceback(exc, ENV_FILE)}"
+            )
         return self._finish(name, result)
 
     def _finish(self, name: str, result: Any) -> dict:
         try:
             value = to_jsonable(result)
         except UnserializableError as exc:
-            return self._observe("unserializable_result", f"Tool {name!r} returned a value that is not JSON serializable: {exc}")
+            return self._observe(
+                "unserializable_result", f"Tool {name!r} returned a value that is not JSON serializable: {exc}"
+            )
         obs = value if isinstance(value, dict) else {"success": True, "data": value}
         cap = self.limits["max_result_bytes"]
         if _rough_size(obs, cap) > cap or len(json.dumps(obs, ensure_ascii=False)) > cap:
-            return self._observe("result_too_large", f"Tool {name!r} returned more than {cap} bytes of JSON (the limit); return less data, e.g. filter or paginate.")
+            return self._observe(
+                "result_too_large",
+                f"Tool {name!r} returned more than {cap} bytes of JSON (the limit); "
+                "return less data, e.g. filter or paginate.",
+            )
         try:
             after = snapshot_of(self.instance)
         except UnserializableError as exc:

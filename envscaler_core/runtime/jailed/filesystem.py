@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
-from typing import Optional
 
 from . import landlock, mountns
 
@@ -30,7 +29,7 @@ _DATA = ["/usr/share/zoneinfo", "/etc/localtime", "/dev/urandom", "/dev/zero"]
 _SECRET_PLACES = ["/root", "/home", "/tmp", "/var/tmp", "/dev/shm", "/mnt", "/media", "/srv", "/run"]
 
 
-def checkout_root() -> Optional[str]:
+def checkout_root() -> str | None:
     """The source checkout the runtime was imported from (None for an installed package)."""
     root = os.path.dirname(os.path.dirname(_RUNTIME_DIR))
     return root if os.path.exists(os.path.join(root, "pyproject.toml")) else None
@@ -62,10 +61,16 @@ def scrub_sys_path() -> None:
     checkout = checkout_root()
     prefix = os.path.realpath(sys.prefix)
     if checkout:
-        sys.path[:] = [p for p in sys.path if not _beneath(os.path.realpath(p or "."), checkout)
-                       or _beneath(os.path.realpath(p), prefix)]
-    sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")
-                        and "__editable__" not in getattr(f, "__name__", "")]
+        sys.path[:] = [
+            p
+            for p in sys.path
+            if not _beneath(os.path.realpath(p or "."), checkout) or _beneath(os.path.realpath(p), prefix)
+        ]
+    sys.meta_path[:] = [
+        f
+        for f in sys.meta_path
+        if "__editable__" not in getattr(f, "__module__", "") and "__editable__" not in getattr(f, "__name__", "")
+    ]
     sys.path_importer_cache.clear()
 
 
@@ -90,16 +95,22 @@ def prepare(cfg: dict, plan_: dict) -> dict:
     requested = cfg["limits"].get("file_confinement", "auto")
     abi = landlock.abi_version()
     mode = _mode(requested, abi, os.geteuid() == 0)
-    prepared: dict = {"uid": uid, "ruleset": None,
-                      "posture": {"filesystem": mode, "landlock_abi": abi, "problems": [], "hidden": []}}
+    prepared: dict = {
+        "uid": uid,
+        "ruleset": None,
+        "posture": {"filesystem": mode, "landlock_abi": abi, "problems": [], "hidden": []},
+    }
     posture = prepared["posture"]
     read, write = plan_["read"], plan_["write"]
     keep = [(p, False) for p in read] + [(w, True) for w in write]
     try:
         if mode == "landlock":
             prepared["ruleset"] = _landlock_ruleset(read, write)
-            posture.update(tcp="denied by Landlock" if abi >= 4 else "not covered by Landlock (ABI < 4)",
-                           scoped_signals=abi >= 6, scoped_abstract_sockets=abi >= 6)
+            posture.update(
+                tcp="denied by Landlock" if abi >= 4 else "not covered by Landlock (ABI < 4)",
+                scoped_signals=abi >= 6,
+                scoped_abstract_sockets=abi >= 6,
+            )
             if uid > 0:  # the cell's uid must still be able to enter the Python installation
                 blocked = {a for a in (mountns.untraversable_ancestor(p, uid) for p in read) if a}
                 if blocked:
@@ -108,8 +119,11 @@ def prepare(cfg: dict, plan_: dict) -> dict:
             hidden = _SECRET_PLACES + ([plan_["checkout"]] if plan_.get("checkout") else [])
             posture["hidden"] = mountns.hide(hidden, keep)
         else:
-            posture["warning"] = ("reads are not confined: file_confinement is off" if requested == "off" else
-                                  "reads are not confined: no Landlock on this kernel and not root (no mount namespace)")
+            posture["warning"] = (
+                "reads are not confined: file_confinement is off"
+                if requested == "off"
+                else "reads are not confined: no Landlock on this kernel and not root (no mount namespace)"
+            )
     except OSError as exc:
         posture["problems"].append(f"file-system confinement ({mode}) failed: {exc}")
     return prepared

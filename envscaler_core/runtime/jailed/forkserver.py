@@ -14,6 +14,7 @@ HOME/TMPDIR there, optionally unshares the network namespace, and runs the ordin
 (:func:`.host.main`); confinement stays per cell, after the cell's own fork. The fork server
 exits when the control socket closes (the parent is gone).
 """
+
 from __future__ import annotations
 
 import ctypes

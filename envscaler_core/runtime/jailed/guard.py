@@ -30,19 +30,58 @@ _PR_SET_PDEATHSIG, _PR_SET_NO_NEW_PRIVS, _PR_CAPBSET_DROP = 1, 38, 24
 _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 
 _BLOCKED = {
-    "os.system", "os.fork", "os.forkpty", "os.exec", "os.posix_spawn", "os.spawn",
-    "subprocess.Popen", "os.kill", "os.killpg", "signal.pthread_kill", "os.chdir",
-    "os.fchdir", "os.chroot", "_thread.start_new_thread", "socket.__new__",
-    "socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg",
-    "socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyaddr",
-    "gc.get_referrers", "gc.get_objects", "gc.get_referents", "sys.setprofile",
-    "sys.settrace", "resource.setrlimit", "resource.prlimit",
+    "os.system",
+    "os.fork",
+    "os.forkpty",
+    "os.exec",
+    "os.posix_spawn",
+    "os.spawn",
+    "subprocess.Popen",
+    "os.kill",
+    "os.killpg",
+    "signal.pthread_kill",
+    "os.chdir",
+    "os.fchdir",
+    "os.chroot",
+    "_thread.start_new_thread",
+    "socket.__new__",
+    "socket.connect",
+    "socket.bind",
+    "socket.sendto",
+    "socket.sendmsg",
+    "socket.getaddrinfo",
+    "socket.gethostbyname",
+    "socket.gethostbyaddr",
+    "gc.get_referrers",
+    "gc.get_objects",
+    "gc.get_referents",
+    "sys.setprofile",
+    "sys.settrace",
+    "resource.setrlimit",
+    "resource.prlimit",
 }
 _PATH_EVENTS = {
-    "os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown",
-    "os.link", "os.symlink", "os.truncate", "os.utime", "os.chflags", "os.lchown",
-    "os.lchmod", "os.mkfifo", "os.mknod", "shutil.rmtree", "shutil.move",
-    "shutil.copyfile", "shutil.copytree", "os.setxattr", "os.removexattr",
+    "os.remove",
+    "os.rename",
+    "os.rmdir",
+    "os.mkdir",
+    "os.chmod",
+    "os.chown",
+    "os.link",
+    "os.symlink",
+    "os.truncate",
+    "os.utime",
+    "os.chflags",
+    "os.lchown",
+    "os.lchmod",
+    "os.mkfifo",
+    "os.mknod",
+    "shutil.rmtree",
+    "shutil.move",
+    "shutil.copyfile",
+    "shutil.copytree",
+    "os.setxattr",
+    "os.removexattr",
 }
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
@@ -155,7 +194,9 @@ def drop_privileges(uid: int) -> dict:
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # reset by the uid change: set after it
     status = _status()
     caps = {k: int(status.get(k, "0"), 16) for k in ("CapInh", "CapPrm", "CapEff", "CapAmb", "CapBnd")}
-    held = [k for k in ("CapInh", "CapPrm", "CapEff", "CapAmb") if caps[k]] + (["CapBnd"] if had_caps and caps["CapBnd"] else [])
+    held = [k for k in ("CapInh", "CapPrm", "CapEff", "CapAmb") if caps[k]] + (
+        ["CapBnd"] if had_caps and caps["CapBnd"] else []
+    )
     if held:
         problems.append("capabilities still held: " + ", ".join(f"{k}={caps[k]:x}" for k in held))
     if status.get("NoNewPrivs", "0").strip() != "1":
@@ -163,9 +204,14 @@ def drop_privileges(uid: int) -> dict:
     ids = (os.getresuid(), os.getresgid())
     if uid > 0 and not problems and ids != ((uid,) * 3, (uid,) * 3):
         problems.append(f"ids are {ids}, expected {uid}")
-    return {"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(),
-            "no_new_privs": status.get("NoNewPrivs", "0").strip() == "1",
-            "caps": {k: f"{v:x}" for k, v in caps.items()}, "problems": problems}
+    return {
+        "uid": os.getuid(),
+        "gid": os.getgid(),
+        "groups": os.getgroups(),
+        "no_new_privs": status.get("NoNewPrivs", "0").strip() == "1",
+        "caps": {k: f"{v:x}" for k, v in caps.items()},
+        "problems": problems,
+    }
 
 
 def _last_cap() -> int:
@@ -227,8 +273,12 @@ def install_audit_hook(root: str, trusted: frozenset = frozenset()) -> None:
             if len(args) >= 3 and is_write(args[1], args[2]) and not inside(args[0], root):
                 raise PermissionError(f"sandbox: writing {args[0]!r} outside the working directory is not allowed")
             path = args[0] if args else None
-            if isinstance(path, str) and "proc" in path and realpath(path).startswith("/proc/") \
-                    and not realpath(path).startswith((*public_proc, f"/proc/{getpid()}/")):  # pid now: templates fork
+            if (
+                isinstance(path, str)
+                and "proc" in path
+                and realpath(path).startswith("/proc/")
+                and not realpath(path).startswith((*public_proc, f"/proc/{getpid()}/"))
+            ):  # pid now: templates fork
                 raise PermissionError("sandbox: reading other processes' /proc entries is not allowed")
         elif event in blocked or event.startswith("ctypes."):
             if not by_runtime():

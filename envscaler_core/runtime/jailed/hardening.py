@@ -8,12 +8,12 @@ of :mod:`.guard`. A cell forked from a template inherits all of it, so its call 
 fork does not carry or what the template must not have: the parent-death signal,
 ``RLIMIT_NPROC`` = 0 and an audit hook that trusts no function of the runtime.
 """
+
 from __future__ import annotations
 
 import os
 import resource
 import sys
-from typing import Optional
 
 from . import guard
 
@@ -24,8 +24,15 @@ class ParentGone(Exception):
     """The process's parent exited before the parent-death signal was set: the caller must exit."""
 
 
-def confine(keep: set[int], parent: int, *, prepared: Optional[dict] = None, limits: Optional[dict] = None,
-            nproc: tuple[int, int] = (0, 0), trusted: frozenset = frozenset()) -> Optional[dict]:
+def confine(
+    keep: set[int],
+    parent: int,
+    *,
+    prepared: dict | None = None,
+    limits: dict | None = None,
+    nproc: tuple[int, int] = (0, 0),
+    trusted: frozenset = frozenset(),
+) -> dict | None:
     """Confines this freshly forked, single-threaded process for good, in this order:
 
     1. every descriptor but ``keep`` is closed (the parent's pipe stays with the host);

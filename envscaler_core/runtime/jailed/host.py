@@ -13,6 +13,7 @@ folder between them.
 
 Entry point: ``python -c <boot> ROOT CONFIG`` (cold, :mod:`..worker`) or :func:`main` (warm).
 """
+
 from __future__ import annotations
 
 import gc
@@ -21,7 +22,6 @@ import os
 import shutil
 import signal
 import sys
-from typing import Optional
 
 from ..wire.folders import is_own_folder
 from .cell import CLEAN_EXIT, HARDENING_FAILED, PARENT_GONE, serve, signer
@@ -57,8 +57,9 @@ def _remove_workdir() -> None:
         pass
 
 
-def _cold_cell(in_fd: int, reply_fd: int, key: bytes, cfg: dict, prepared: dict, host: int, probe: bool,
-               first: Optional[dict]) -> None:
+def _cold_cell(
+    in_fd: int, reply_fd: int, key: bytes, cfg: dict, prepared: dict, host: int, probe: bool, first: dict | None
+) -> None:
     """A cell forked from the host itself: confine, then report the posture (``probe``) or serve."""
     code = PARENT_GONE
     try:
@@ -78,8 +79,9 @@ def _cold_cell(in_fd: int, reply_fd: int, key: bytes, cfg: dict, prepared: dict,
         os._exit(code)
 
 
-def _fork_cold_cell(in_fd: int, reply_fd: int, key: bytes, cfg: dict, prepared: dict, probe: bool = False,
-                    first: Optional[dict] = None) -> int:
+def _fork_cold_cell(
+    in_fd: int, reply_fd: int, key: bytes, cfg: dict, prepared: dict, probe: bool = False, first: dict | None = None
+) -> int:
     """Forks one cell that replies on ``reply_fd`` under ``key``; returns its pid."""
     host = os.getpid()
     pid = os.fork()
@@ -91,8 +93,11 @@ def _fork_cold_cell(in_fd: int, reply_fd: int, key: bytes, cfg: dict, prepared: 
 def _describe(status: int) -> str:
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        hint = {int(signal.SIGSEGV): " (stack overflow?)", int(signal.SIGXCPU): " (CPU time limit)",
-                int(signal.SIGKILL): " (killed, possibly out of memory)"}.get(sig, "")
+        hint = {
+            int(signal.SIGSEGV): " (stack overflow?)",
+            int(signal.SIGXCPU): " (CPU time limit)",
+            int(signal.SIGKILL): " (killed, possibly out of memory)",
+        }.get(sig, "")
         return f"sandbox process was killed by {signal.Signals(sig).name}{hint}"
     if os.WEXITSTATUS(status) == HARDENING_FAILED:
         return "sandbox hardening failed in the cell (see the worker's posture)"
@@ -107,15 +112,38 @@ def preload() -> None:
 
     # Generated code uses typing.TypedDict; pydantic on 3.11 needs the backport.
     typing.TypedDict = typing_extensions.TypedDict  # type: ignore[misc]  # the backport is what pydantic reads
-    import collections, copy, dataclasses, datetime, decimal, enum, functools, hashlib  # noqa: E401,F401
-    import itertools, math, random, re, statistics, string, time, uuid  # noqa: E401,F401
-    import _strptime, sqlite3, zoneinfo  # type: ignore[import-not-found]  # noqa: E401,F401 - no stubs; lazily imported by honest code
-    import jsonpatch  # noqa: F401
-    import RestrictedPython  # noqa: F401
-    from pydantic import BaseModel, create_model  # noqa: F401
+    # Imported for their side effect only: each is loaded once here, before the cells fork, so that honest
+    # environment code (and what it lazily imports, such as _strptime) finds it in sys.modules.
+    import importlib
 
-    from ..wire import framing, purity, replies, schema, state  # noqa: F401
-    from . import checks, executor, filesystem, guard, landlock, mountns, restricted, templates  # noqa: F401
+    for name in (
+        "collections",
+        "copy",
+        "dataclasses",
+        "datetime",
+        "decimal",
+        "enum",
+        "functools",
+        "hashlib",
+        "itertools",
+        "math",
+        "random",
+        "re",
+        "statistics",
+        "string",
+        "time",
+        "uuid",
+        "_strptime",
+        "sqlite3",
+        "zoneinfo",
+        "jsonpatch",
+        "RestrictedPython",
+    ):
+        importlib.import_module(name)
+    from pydantic import BaseModel, create_model  # noqa: F401 - see above
+
+    from ..wire import framing, purity, replies, schema, state  # noqa: F401 - see above
+    from . import checks, executor, filesystem, guard, landlock, mountns, restricted, templates  # noqa: F401 - see above
 
     class _Warm(typing.TypedDict):
         a: int
@@ -143,7 +171,7 @@ def _probe(in_fd: int, cfg: dict, prepared: dict) -> dict:
     return reply["posture"]
 
 
-def main(cfg: Optional[dict] = None) -> None:
+def main(cfg: dict | None = None) -> None:
     """Host entry point: runs :func:`_host`; a host that fails (e.g. its parent vanished while it
     was starting: ``BrokenPipeError``) removes its own folder, since nobody else may. ``cfg``:
     given by the fork server (:mod:`.forkserver`), which forked this host already warm."""
@@ -154,7 +182,7 @@ def main(cfg: Optional[dict] = None) -> None:
         os._exit(1)
 
 
-def _host(warm_cfg: Optional[dict] = None) -> None:
+def _host(warm_cfg: dict | None = None) -> None:
     """Host loop: preload (unless forked warm), probe the confinement, report ready, serve sessions forever."""
     from ..wire.framing import ProtocolError, read_body, write_frame
     from ..wire.replies import HOST, KEY_BYTES, write_signed

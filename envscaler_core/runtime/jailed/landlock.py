@@ -18,9 +18,9 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-from typing import Iterable
+from collections.abc import Iterable
 
-__all__ = ["LandlockUnavailable", "Ruleset", "abi_version", "READ", "READ_WRITE"]
+__all__ = ["READ", "READ_WRITE", "LandlockUnavailable", "Ruleset", "abi_version"]
 
 _CREATE, _ADD_RULE, _RESTRICT = 444, 445, 446  # same numbers on every architecture
 _CREATE_RULESET_VERSION = 1
@@ -90,7 +90,9 @@ class Ruleset:
         scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if scope and self.abi >= 6 else 0
         attr = _RulesetAttr(self.fs, net, scoped)
         size = 8 if self.abi < 4 else 16 if self.abi < 6 else 24
-        self.fd = _check(_libc.syscall(_CREATE, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)), "create_ruleset")
+        self.fd = _check(
+            _libc.syscall(_CREATE, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)), "create_ruleset"
+        )
         self.handled = {"fs": self.fs, "net": net, "scoped": scoped}
         self.rules: list[str] = []
 
@@ -106,8 +108,16 @@ class Ruleset:
                 if not os.path.isdir(path):
                     rights &= _FILE_RIGHTS
                 rule = _PathBeneath(rights, fd)
-                _check(_libc.syscall(_ADD_RULE, ctypes.c_int(self.fd), ctypes.c_int(_RULE_PATH_BENEATH),
-                                     ctypes.byref(rule), ctypes.c_uint32(0)), f"add_rule {path}")
+                _check(
+                    _libc.syscall(
+                        _ADD_RULE,
+                        ctypes.c_int(self.fd),
+                        ctypes.c_int(_RULE_PATH_BENEATH),
+                        ctypes.byref(rule),
+                        ctypes.c_uint32(0),
+                    ),
+                    f"add_rule {path}",
+                )
                 self.rules.append(path)
             finally:
                 os.close(fd)

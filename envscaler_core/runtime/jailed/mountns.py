@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import os
-from typing import Iterable
+from collections.abc import Iterable
 
 __all__ = ["hide", "untraversable_ancestor"]
 
@@ -25,7 +25,9 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 
 def _mount(source, target: str, fstype, flags: int, data=None) -> None:
-    enc = (lambda s: None if s is None else os.fsencode(s))
+    def enc(s):
+        return None if s is None else os.fsencode(s)
+
     if _libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"mount {target}: {os.strerror(err)}")

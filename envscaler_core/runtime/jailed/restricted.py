@@ -20,40 +20,87 @@ hand the parent is its return value.
 
 from __future__ import annotations
 
+import ast
 import builtins
+import copy
 import operator
 import re
 import string
 import types
 from typing import Any, Literal
 
-import ast
-import copy
-
 from RestrictedPython.compile import compile_restricted
-from RestrictedPython.Guards import safe_builtins
+from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence, safe_builtins, safer_getattr
 from RestrictedPython.transformer import RestrictingNodeTransformer
-from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence, safer_getattr
 
 from ..wire.purity import PURE_MODULES
 
-__all__ = ["compile_checker", "checker_globals", "guarded_getattr", "guarded_import"]
+__all__ = ["checker_globals", "compile_checker", "guarded_getattr", "guarded_import"]
 
 _DENIED = {("typing", "get_type_hints"), ("typing", "ForwardRef"), ("typing", "evaluate_forward_ref")}
-_INTERNALS = (types.FrameType, types.CodeType, types.TracebackType, types.GeneratorType,
-              types.CoroutineType, types.AsyncGeneratorType)
+_INTERNALS = (
+    types.FrameType,
+    types.CodeType,
+    types.TracebackType,
+    types.GeneratorType,
+    types.CoroutineType,
+    types.AsyncGeneratorType,
+)
 _RAISE = object()
 _PRIVATE_NAME = re.compile(r"^_[A-Za-z0-9]\w*(?<!_)$")
 # Imported by C code on the checker's behalf (datetime.strptime -> _strptime); the source itself
 # cannot name them (the purity rules and RestrictedPython refuse them at compile time).
 _INTERNAL_IMPORTS = {"_strptime", "encodings", "unicodedata"}
-_PURE_BUILTINS = ("dict", "list", "set", "frozenset", "tuple", "min", "max", "sum", "any", "all",
-                  "enumerate", "map", "filter", "reversed", "sorted", "iter", "next", "zip", "range",
-                  "len", "abs", "round", "str", "int", "float", "bool", "isinstance", "divmod",
-                  "ValueError", "KeyError", "TypeError", "IndexError", "Exception", "StopIteration")
-_INPLACE = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv,
-            "//=": operator.ifloordiv, "%=": operator.imod, "**=": operator.ipow, "|=": operator.ior,
-            "&=": operator.iand, "^=": operator.ixor, "<<=": operator.ilshift, ">>=": operator.irshift}
+_PURE_BUILTINS = (
+    "dict",
+    "list",
+    "set",
+    "frozenset",
+    "tuple",
+    "min",
+    "max",
+    "sum",
+    "any",
+    "all",
+    "enumerate",
+    "map",
+    "filter",
+    "reversed",
+    "sorted",
+    "iter",
+    "next",
+    "zip",
+    "range",
+    "len",
+    "abs",
+    "round",
+    "str",
+    "int",
+    "float",
+    "bool",
+    "isinstance",
+    "divmod",
+    "ValueError",
+    "KeyError",
+    "TypeError",
+    "IndexError",
+    "Exception",
+    "StopIteration",
+)
+_INPLACE = {
+    "+=": operator.iadd,
+    "-=": operator.isub,
+    "*=": operator.imul,
+    "/=": operator.itruediv,
+    "//=": operator.ifloordiv,
+    "%=": operator.imod,
+    "**=": operator.ipow,
+    "|=": operator.ior,
+    "&=": operator.iand,
+    "^=": operator.ixor,
+    "<<=": operator.ilshift,
+    ">>=": operator.irshift,
+}
 
 
 def _module_allowed(module: types.ModuleType) -> bool:
@@ -73,11 +120,13 @@ def _check_value(owner: Any, name: str, value: Any) -> Any:
 def _plain_format(template: str):
     """``template.format`` for plain fields only (``{}``, ``{0}``, ``{name:>5}``): no ``.``/``[]``
     lookups, which are how format strings reach attributes."""
+
     def format_(*args: Any, **kwargs: Any) -> str:
         for _, field, spec, _ in string.Formatter().parse(template):
-            if field and any(c in field for c in ".[") or spec and "{" in spec:
+            if (field and any(c in field for c in ".[")) or (spec and "{" in spec):
                 raise ValueError("a checker's format string may not look up attributes or items")
         return template.format(*args, **kwargs)
+
     return format_
 
 
@@ -134,10 +183,19 @@ def checker_globals(**names: Any) -> dict:
     allowed = {k: v for k, v in safe_builtins.items() if k not in ("setattr", "delattr")}
     allowed.update({k: getattr(builtins, k) for k in _PURE_BUILTINS})
     allowed.update(getattr=guarded_getattr, hasattr=_hasattr, __import__=guarded_import, type=_type_of)
-    return {"__builtins__": allowed, "__metaclass__": type, "_getattr_": guarded_getattr,
-            "_getitem_": operator.getitem, "_getiter_": iter, "_write_": _write, "_inplacevar_": _inplacevar,
-            "_iter_unpack_sequence_": guarded_iter_unpack_sequence, "_unpack_sequence_": guarded_unpack_sequence,
-            "_apply_": lambda f, *a, **kw: f(*a, **kw), **names}
+    return {
+        "__builtins__": allowed,
+        "__metaclass__": type,
+        "_getattr_": guarded_getattr,
+        "_getitem_": operator.getitem,
+        "_getiter_": iter,
+        "_write_": _write,
+        "_inplacevar_": _inplacevar,
+        "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
+        "_unpack_sequence_": guarded_unpack_sequence,
+        "_apply_": lambda f, *a, **kw: f(*a, **kw),
+        **names,
+    }
 
 
 class _CheckerPolicy(RestrictingNodeTransformer):

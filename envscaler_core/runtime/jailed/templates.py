@@ -30,6 +30,7 @@ registered cannot run the environment's code in the template at every fork. ``ra
 reseeded per cell (then seeded by the load's seed, if any, before the constructor), so only code
 at a module's top level sees one state per template.
 """
+
 from __future__ import annotations
 
 import _signal  # type: ignore[import-not-found]  # no stubs (see cell.py)
@@ -42,7 +43,7 @@ import resource
 import signal
 import socket
 import struct
-from typing import Any, Optional
+from typing import Any
 
 from ..wire.framing import ProtocolError, read_frame, write_frame
 from ..wire.replies import HOST, write_signed
@@ -79,15 +80,17 @@ def _exited(code: int) -> int:
 
 
 # ---------------------------------------------------------------------- in the template process
-def _template(sock: socket.socket, first: Optional[dict], cfg: dict, prepared: dict, hard: int, nonce: str,
-              host: int) -> None:
+def _template(
+    sock: socket.socket, first: dict | None, cfg: dict, prepared: dict, hard: int, nonce: str, host: int
+) -> None:
     """The template: confine like a cell, load the environment once (``first``; None for the base
     template), then fork its cells."""
     code = 1
     try:
         trusted = frozenset({_fork_cells.__code__, lower_nproc.__code__})
-        posture = confine({sock.fileno()}, host, prepared=prepared, limits=cfg["limits"], nproc=(0, hard),
-                          trusted=trusted)  # the host's pipes stay with the host; its cells reply to the parent
+        posture = confine(
+            {sock.fileno()}, host, prepared=prepared, limits=cfg["limits"], nproc=(0, hard), trusted=trusted
+        )  # the host's pipes stay with the host; its cells reply to the parent
         assert posture is not None
         if refused(posture, cfg["limits"]):
             code = HARDENING_FAILED
@@ -111,7 +114,7 @@ def _template(sock: socket.socket, first: Optional[dict], cfg: dict, prepared: d
         os._exit(code)
 
 
-def _fork_cells(sock: socket.socket, hard: int) -> Optional[tuple[bytes, bytes, list[int]]]:
+def _fork_cells(sock: socket.socket, hard: int) -> tuple[bytes, bytes, list[int]] | None:
     """Template loop: one fork per session request; reports each cell's wait status.
 
     Returns the request in the forked cell; None in the template once the host is gone."""
@@ -131,7 +134,7 @@ def _fork_cells(sock: socket.socket, hard: int) -> Optional[tuple[bytes, bytes, 
         os.write(ctl, _STATUS.pack(status))
 
 
-def _next_request(sock: socket.socket) -> Optional[tuple[bytes, bytes, list[int]]]:
+def _next_request(sock: socket.socket) -> tuple[bytes, bytes, list[int]] | None:
     """(key, first request body, [the parent's reply pipe, request pipe]) from the host, or None."""
     try:
         head, fds, _, _ = socket.recv_fds(sock, _HEAD.size, 2)
@@ -184,7 +187,7 @@ class TemplateProcess:
         except ChildProcessError:
             return False
 
-    def clean(self) -> Optional[str]:
+    def clean(self) -> str | None:
         """Why the freshly loaded template must not fork cells (a thread or child it started), or None."""
         try:
             with open(f"/proc/{self.pid}/status") as fh:
@@ -209,13 +212,13 @@ class TemplateProcess:
         except ChildProcessError:
             return _exited(1)
 
-    def _status(self) -> Optional[int]:
+    def _status(self) -> int | None:
         try:
             return _STATUS.unpack(_recv_exact(self.sock, _STATUS.size))[0]
         except (OSError, EOFError):
             return None
 
-    def run(self, body: bytes, reply_key: bytes, in_fd: int, out_fd: int) -> Optional[int]:
+    def run(self, body: bytes, reply_key: bytes, in_fd: int, out_fd: int) -> int | None:
         """One cell from this template, replying on ``out_fd`` under ``reply_key``; returns its
         wait status, or None if the template ended."""
         try:
@@ -255,7 +258,7 @@ class Templates:
                 return status
         self.live[key] = tpl  # most recently used last
         envs = [k for k in self.live if k != BASE]  # least recently used first
-        for old in envs[:max(0, len(envs) - TEMPLATES_PER_HOST)]:
+        for old in envs[: max(0, len(envs) - TEMPLATES_PER_HOST)]:
             self.live.pop(old).close()
         status = tpl.run(body, reply_key, self.in_fd, self.out_fd)
         if status is None:  # the template ended under the cell
@@ -263,7 +266,7 @@ class Templates:
             status = tpl.close()
         return status
 
-    def _start(self, first: Optional[dict], reply_key: bytes) -> tuple[Optional[TemplateProcess], int]:
+    def _start(self, first: dict | None, reply_key: bytes) -> tuple[TemplateProcess | None, int]:
         """A loaded template, or (None, wait status) after its load error was answered / it died."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         nonce, host = os.urandom(16).hex(), os.getpid()
@@ -286,7 +289,7 @@ class Templates:
         return None, _exited(CLEAN_EXIT)
 
 
-def _load_error(reply: Any, problem: Optional[str]) -> dict:
+def _load_error(reply: Any, problem: str | None) -> dict:
     """The parent's answer for a template whose load failed (rebuilt here: only plain strings pass)."""
     if problem:
         return {"ok": False, "error_type": "import_error", "error": problem}
@@ -295,4 +298,3 @@ def _load_error(reply: Any, problem: Optional[str]) -> dict:
     if not (isinstance(etype, str) and isinstance(error, str)):
         etype, error = "load_error", "the environment template answered outside the protocol"
     return {"ok": False, "error_type": etype[:64], "error": error[:20_000]}
-

@@ -3,6 +3,7 @@
 The parent creates one folder per worker (``WORKDIR_PREFIX``) and one per fork server
 (``FORK_SERVER_PREFIX``); a jailed process may empty or remove only a folder named so.
 """
+
 from __future__ import annotations
 
 import os

@@ -12,10 +12,20 @@ import os
 import select
 import struct
 import time
-from typing import Any, Optional
+from typing import Any
 
-__all__ = ["ProtocolError", "encode_frame", "encode_json", "fd_ready", "read_body", "read_frame", "wait_readable",
-           "write_all", "write_frame", "FrameChannel"]
+__all__ = [
+    "FrameChannel",
+    "ProtocolError",
+    "encode_frame",
+    "encode_json",
+    "fd_ready",
+    "read_body",
+    "read_frame",
+    "wait_readable",
+    "write_all",
+    "write_frame",
+]
 
 _HEADER = struct.Struct(">I")
 
@@ -74,7 +84,7 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _left(deadline: Optional[float]) -> Optional[float]:
+def _left(deadline: float | None) -> float | None:
     """Seconds until ``deadline`` (None: no deadline); :class:`ProtocolError` once it has passed."""
     if deadline is None:
         return None
@@ -84,7 +94,7 @@ def _left(deadline: Optional[float]) -> Optional[float]:
     return left
 
 
-def fd_ready(fd: int, writable: bool, timeout: Optional[float]) -> bool:
+def fd_ready(fd: int, writable: bool, timeout: float | None) -> bool:
     """Whether ``fd`` became readable (or writable) within ``timeout`` seconds (None: no limit).
 
     poll(2), not select(2): select cannot watch a descriptor numbered 1024 or more, and a
@@ -96,7 +106,7 @@ def fd_ready(fd: int, writable: bool, timeout: Optional[float]) -> bool:
     return bool(poller.poll(millis))
 
 
-def wait_readable(fd: int, deadline: Optional[float]) -> None:
+def wait_readable(fd: int, deadline: float | None) -> None:
     """Blocks until ``fd`` is readable; :class:`ProtocolError` (a timeout) once ``deadline`` passes."""
     if not fd_ready(fd, False, _left(deadline)):
         _left(deadline)
@@ -118,7 +128,7 @@ class FrameChannel:
         os.set_blocking(write_fd, False)
         self._buf = bytearray()
 
-    def send(self, obj: Any, deadline: Optional[float], prefix: bytes = b"") -> None:
+    def send(self, obj: Any, deadline: float | None, prefix: bytes = b"") -> None:
         """Writes one frame (its body after ``prefix``), honouring ``deadline`` (a monotonic time)."""
         data = memoryview(encode_frame(obj, prefix))
         while data:
@@ -143,7 +153,7 @@ class FrameChannel:
         except (BrokenPipeError, OSError) as exc:
             raise ProtocolError(f"worker pipe closed: {exc}", eof=True) from exc
 
-    def _fill(self, need: int, deadline: Optional[float]) -> None:
+    def _fill(self, need: int, deadline: float | None) -> None:
         while len(self._buf) < need:
             if not self._read_some(need):
                 wait_readable(self.read_fd, deadline)
@@ -164,7 +174,7 @@ class FrameChannel:
         self._buf += chunk
         return True
 
-    def recv(self, deadline: Optional[float]) -> bytes:
+    def recv(self, deadline: float | None) -> bytes:
         """Reads one frame's body, raising :class:`ProtocolError` on timeout/EOF/an oversized frame."""
         self._fill(_HEADER.size, deadline)
         size = self._frame_size()
@@ -190,7 +200,7 @@ class FrameChannel:
         return body
 
 
-async def _fd_ready(fd: int, write: bool, timeout: Optional[float]) -> None:
+async def _fd_ready(fd: int, write: bool, timeout: float | None) -> None:
     """Waits on the running loop until ``fd`` is readable (writable), at most ``timeout`` seconds."""
     import asyncio  # here: the sandbox side imports this module and must not load asyncio
 

@@ -6,14 +6,40 @@ Mutation of the states is caught at run time by the sandbox (it hashes the input
 what running on one input may not reveal (a file read, a network import, a ``global`` counter).
 The checker is then compiled with restricted semantics (:mod:`._restricted`).
 """
+
 from __future__ import annotations
 
 import ast
 
-PURE_MODULES = {"re", "math", "datetime", "decimal", "json", "collections", "itertools", "functools",
-                "string", "statistics", "typing", "copy"}
-IMPURE_CALLS = {"open", "exec", "eval", "compile", "input", "print", "__import__", "breakpoint",
-                "globals", "setattr", "delattr", "exit", "quit"}
+PURE_MODULES = {
+    "re",
+    "math",
+    "datetime",
+    "decimal",
+    "json",
+    "collections",
+    "itertools",
+    "functools",
+    "string",
+    "statistics",
+    "typing",
+    "copy",
+}
+IMPURE_CALLS = {
+    "open",
+    "exec",
+    "eval",
+    "compile",
+    "input",
+    "print",
+    "__import__",
+    "breakpoint",
+    "globals",
+    "setattr",
+    "delattr",
+    "exit",
+    "quit",
+}
 
 
 def _module_roots(node: ast.AST) -> list[str]:
@@ -36,8 +62,9 @@ def purity_problems(source: str) -> list[str]:
             if module not in PURE_MODULES:
                 problems.append(f"imports {module!r}")
         if isinstance(node, (ast.Global, ast.Nonlocal)):
-            problems.append(f"declares {'global' if isinstance(node, ast.Global) else 'nonlocal'} "
-                            f"{', '.join(node.names)}")
+            problems.append(
+                f"declares {'global' if isinstance(node, ast.Global) else 'nonlocal'} {', '.join(node.names)}"
+            )
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in IMPURE_CALLS:
             problems.append(f"calls {node.func.id}()")
         if isinstance(node, ast.Attribute) and node.attr.startswith("__") and node.attr.endswith("__"):

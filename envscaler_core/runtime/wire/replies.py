@@ -1,11 +1,11 @@
 """The reply channel: authenticated frames that the parent checks itself.
 
 Each session's replies go from its cell straight to the parent's pipe (the host forwards nothing).
-Every frame after the host's hello is ``[4-byte length][1-byte kind][32-byte MAC][JSON body]``. The MAC (keyed BLAKE2b) covers the
-kind, a per-session sequence number and the body, under a 32-byte key that the *parent* draws for
-each session and sends with the session's first request (the host hands it to the session's cell
-and keeps no other). BLAKE2b is CPython's own code: HMAC-SHA256 goes through OpenSSL, whose shared
-state a freshly forked cell would copy. Kinds:
+Every frame after the host's hello is ``[4-byte length][1-byte kind][32-byte MAC][JSON body]``.
+The MAC (keyed BLAKE2b) covers the kind, a per-session sequence number and the body, under a
+32-byte key that the *parent* draws for each session and sends with the session's first request
+(the host hands it to the session's cell and keeps no other). BLAKE2b is CPython's own code:
+HMAC-SHA256 goes through OpenSSL, whose shared state a freshly forked cell would copy. Kinds:
 
 * ``R``: a reply, more to come;
 * ``L``: the session's last reply; the runtime writes it with the garbage collector off and every
@@ -33,7 +33,7 @@ import struct
 
 from .framing import encode_json, write_all
 
-__all__ = ["KEY_BYTES", "REPLY", "LAST", "HOST", "ForgedReply", "ReplyCheck", "signed_frame", "write_signed"]
+__all__ = ["HOST", "KEY_BYTES", "LAST", "REPLY", "ForgedReply", "ReplyCheck", "signed_frame", "write_signed"]
 
 _HEADER = struct.Struct(">I")
 _MAC = 32
@@ -62,8 +62,10 @@ class ForgedReply(Exception):
     """A frame that is not the runtime's (or the host's) reply for this session."""
 
     def __init__(self, why: str) -> None:
-        super().__init__(f"the sandbox process wrote to its reply channel outside the protocol ({why}); "
-                         "the worker was killed and nothing it wrote was used")
+        super().__init__(
+            f"the sandbox process wrote to its reply channel outside the protocol ({why}); "
+            "the worker was killed and nothing it wrote was used"
+        )
 
 
 class ReplyCheck:
@@ -85,9 +87,9 @@ class ReplyCheck:
         kind = data[:1]
         if kind not in _KINDS or len(data) < 1 + _MAC:
             raise ForgedReply(f"a frame of {len(data)} bytes that is not a signed reply")
-        body = data[1 + _MAC:]
+        body = data[1 + _MAC :]
         seq = 0 if kind == HOST else self.seq
-        if not hmac.compare_digest(data[1:1 + _MAC], _mac(self._key, kind, seq, body)):
+        if not hmac.compare_digest(data[1 : 1 + _MAC], _mac(self._key, kind, seq, body)):
             raise ForgedReply("a frame that is not the runtime's reply")
         if kind != HOST:
             self.seq += 1

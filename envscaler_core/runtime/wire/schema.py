@@ -13,11 +13,11 @@ import re
 import typing
 import warnings as _warnings
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
-__all__ = ["ToolSpec", "parse_docstring", "build_tools", "format_validation_error"]
+__all__ = ["ToolSpec", "build_tools", "format_validation_error", "parse_docstring"]
 
 _SECTION = re.compile(r"^\s*([A-Za-z][A-Za-z ]*):\s*$")
 _ARG_LINE = re.compile(r"^\**(\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
@@ -56,8 +56,8 @@ def _sections(doc: str) -> dict[str, list[str]]:
 
 def _parse_args(lines: list[str]) -> dict[str, str]:
     args: dict[str, str] = {}
-    base: Optional[int] = None
-    last: Optional[str] = None
+    base: int | None = None
+    last: str | None = None
     for line in lines:
         if not line.strip():
             continue
@@ -72,7 +72,7 @@ def _parse_args(lines: list[str]) -> dict[str, str]:
     return args
 
 
-def parse_docstring(doc: Optional[str]) -> tuple[str, dict[str, str], str]:
+def parse_docstring(doc: str | None) -> tuple[str, dict[str, str], str]:
     """Parses a Google-style docstring.
 
     Args:
@@ -88,7 +88,7 @@ def parse_docstring(doc: Optional[str]) -> tuple[str, dict[str, str], str]:
     args: dict[str, str] = {}
     for name in _ARGS:
         args.update(_parse_args(sec.get(name, [])))
-    returns = " ".join(l.strip() for n in _RETURNS for l in sec.get(n, []) if l.strip())
+    returns = " ".join(line.strip() for n in _RETURNS for line in sec.get(n, []) if line.strip())
     return summary, args, returns
 
 
@@ -104,7 +104,7 @@ def _annotations(func: Any, params: list[inspect.Parameter], warn: list[str]) ->
         if isinstance(ann, str):
             try:
                 ann = eval(ann, dict(globalns))  # noqa: S307 - code is already exec'd here
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - any bad annotation becomes "any", with a warning
                 warn.append(f"{func.__name__}.{p.name}: cannot resolve annotation {ann!r} ({exc}); using any")
                 ann = Any
         hints[p.name] = ann
@@ -119,7 +119,7 @@ def _checked(ann: Any, where: str, warn: list[str]) -> Any:
             _warnings.simplefilter("ignore")
             TypeAdapter(ann).json_schema()
         return ann
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - an annotation pydantic cannot schema becomes "any", with a warning
         warn.append(f"{where}: unsupported annotation {ann!r} ({type(exc).__name__}); using any")
         return Any
 
@@ -138,7 +138,7 @@ def _clean(node: Any, defs: dict, stack: tuple = ()) -> Any:
         return {**_clean(defs[name], defs, stack + (name,)), **_clean(extra, defs, stack)}
     out = {}
     for key, value in node.items():
-        if key == "title" and isinstance(value, str) or key == "$defs":
+        if (key == "title" and isinstance(value, str)) or key == "$defs":
             continue
         out[key] = value if key in ("default", "enum", "const", "examples") else _clean(value, defs, stack)
     return out
@@ -147,8 +147,11 @@ def _clean(node: Any, defs: dict, stack: tuple = ()) -> Any:
 def _build_one(cls: type, name: str, func: Any) -> ToolSpec:
     warn: list[str] = []
     summary, arg_docs, returns = parse_docstring(inspect.getdoc(func))
-    params = [p for p in list(inspect.signature(func).parameters.values())[1:]
-              if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    params = [
+        p
+        for p in list(inspect.signature(func).parameters.values())[1:]
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
     hints = _annotations(func, params, warn)
     fields, aliases = {}, {}
     for i, p in enumerate(params):
@@ -196,18 +199,19 @@ def build_tools(cls: type) -> dict[str, ToolSpec]:
         func = getattr(cls, name)
         try:
             specs[name] = _build_one(cls, name, func)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - one tool's broken signature must not hide the others
             specs[name] = _fallback(cls, name, func, exc)
     return specs
 
 
 def _fallback(cls: type, name: str, func: Any, exc: Exception) -> ToolSpec:
-    params = [p for p in list(inspect.signature(func).parameters.values())[1:]
-              if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-    fields = {f"p{i}": (Any, Field(... if p.default is p.empty else None, alias=p.name))
-              for i, p in enumerate(params)}
-    model = create_model(f"{cls.__name__}_{name}_args", __config__=ConfigDict(extra="forbid"),
-                         **fields)  # type: ignore[call-overload]  # fields built at run time: the overloads cannot type them
+    params = [
+        p
+        for p in list(inspect.signature(func).parameters.values())[1:]
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    fields = {f"p{i}": (Any, Field(... if p.default is p.empty else None, alias=p.name)) for i, p in enumerate(params)}
+    model = create_model(f"{cls.__name__}_{name}_args", __config__=ConfigDict(extra="forbid"), **fields)  # type: ignore[call-overload]  # fields built at run time: the overloads cannot type them
     props = {p.name: {} for p in params}
     req = [p.name for p in params if p.default is p.empty]
     parameters = {"type": "object", "properties": props, "required": req}

@@ -15,9 +15,10 @@ import hashlib
 import json
 import math
 import uuid
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import PurePath
-from typing import Any, Callable, Optional
+from typing import Any
 
 import jsonpatch
 
@@ -28,14 +29,14 @@ except ImportError:  # pragma: no cover - a dependency; without it, the slower p
 
 __all__ = [
     "UnserializableError",
-    "to_jsonable",
-    "canonical_json",
-    "state_hash",
-    "hash_jsonable",
-    "state_diff",
-    "diff_jsonable",
-    "json_copy",
     "apply_diff",
+    "canonical_json",
+    "diff_jsonable",
+    "hash_jsonable",
+    "json_copy",
+    "state_diff",
+    "state_hash",
+    "to_jsonable",
 ]
 
 _MAX_DEPTH = 200
@@ -199,7 +200,7 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _plain_canonical(value: Any) -> "str | None":
+def _plain_canonical(value: Any) -> str | None:
     """The canonical text of ``value`` when :func:`to_jsonable` would leave it as it is, else None.
 
     orjson refuses what ``json.dumps`` would silently get wrong (a non-string key: sorted as a
@@ -322,7 +323,7 @@ def _apply_whole_or_not(state: dict, diff: list[dict]) -> dict:
     return state
 
 
-def _top_key(pointer: Any) -> Optional[str]:
+def _top_key(pointer: Any) -> str | None:
     """The top-level key a JSON pointer starts at; None for the root or a malformed pointer."""
     if not isinstance(pointer, str) or not pointer.startswith("/"):
         return None
@@ -363,7 +364,7 @@ def _apply_op(doc: Any, op: dict) -> Any:
     kind = op["op"]
     if isinstance(parent, dict):
         if kind == "remove" or kind == "replace":
-            parent[last]  # noqa: B018 - must exist (KeyError otherwise)
+            parent[last]  # must exist (KeyError otherwise)
         if kind == "remove":
             del parent[last]
         else:
