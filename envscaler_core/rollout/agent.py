@@ -94,8 +94,16 @@ class AgentPolicy:
         name = "agent_conversation.md" if self.settings.mode == "user" else "agent_task.md"
         intro = f"The following is an introduction to the current environment:\n{env_introduction}" \
             if env_introduction else ""
-        prompt = render_prompt(PACKAGE, name, env_introduction=intro).rstrip()
+        prompt = render_prompt(PACKAGE, name, env_introduction=intro, answer_format=self._answer_format()).rstrip()
         return with_tools(prompt, self.tools) if self.settings.agent_mode == "text" else prompt
+
+    def _answer_format(self) -> str:
+        """How to answer, for a model whose turns are decoded under the turn schema (it never sees
+        the final-answer form otherwise, and a small one then only ever calls tools)."""
+        if self.client is None or not self.client.schema_turns or not self.tools:
+            return ""
+        name = "answer_format_user.md" if self.settings.mode == "user" else "answer_format_task.md"
+        return render_prompt(PACKAGE, name).rstrip()
 
     def initial_messages(self, first_user_message: str) -> list[dict[str, Any]]:
         """``[system, user]`` to start an episode."""

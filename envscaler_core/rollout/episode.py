@@ -50,7 +50,8 @@ class Episode:
         self._initial: Optional[asyncio.Future] = None  # the initial snapshot of an env still opening
         self._last_agent_text = ""
         self._started = time.perf_counter()
-        self._made: dict[str, str] = {}  # call key -> state hash right after it (``repeat_note``)
+        # call key -> (state hash right after it, whether it or an earlier same call changed the state)
+        self._made: dict[str, tuple[str, bool]] = {}  # (``repeat_note``)
 
     @property
     def done(self) -> bool:
@@ -150,12 +151,13 @@ class Episode:
         for call in action.calls:
             started = time.perf_counter()
             repeated = self._is_repeat(call)
+            done_before = repeated and self._made[_call_key(call)][1]
             outcome = await self.env.call(call.name, call.arguments)
             self.timings["env_s"] += time.perf_counter() - started
             self._record_step(call.id, call.name, call.arguments, outcome)
             if self.settings.repeat_note:
-                self._made[_call_key(call)] = outcome.state_hash
-            results.append((call, _with_repeat_note(outcome) if repeated else outcome))
+                self._made[_call_key(call)] = (outcome.state_hash, done_before or _changed(outcome))
+            results.append((call, _with_repeat_note(outcome, done_before) if repeated else outcome))
         for error in action.format_errors:
             obs = {"success": False, "error_type": "malformed_tool_call", "error": error}
             last_hash = self.steps[-1].state_hash if self.steps else ""
@@ -170,7 +172,8 @@ class Episode:
         """The same call as an earlier one with no state change since (``repeat_note`` only)."""
         if not self.settings.repeat_note or not self.steps:
             return False
-        return self._made.get(_call_key(call)) == self.steps[-1].state_hash
+        made = self._made.get(_call_key(call))
+        return made is not None and made[0] == self.steps[-1].state_hash
 
     def _record_step(self, call_id: str, name: str, arguments: Any, outcome: CallResult) -> None:
         step = StepRecord(index=len(self.steps), tool_call_id=call_id, name=name,
@@ -248,8 +251,15 @@ def _call_key(call: AgentCall) -> str:
     return call.name + "\0" + json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _with_repeat_note(outcome: CallResult) -> CallResult:
-    note = render_prompt("envscaler_core.rollout", "repeat_note.md").strip()
+def _changed(outcome: CallResult) -> bool:
+    """The call succeeded and changed the state."""
+    return outcome.ok and outcome.observation.get("success") is not False and bool(outcome.state_diff)
+
+
+def _with_repeat_note(outcome: CallResult, done_before: bool = False) -> CallResult:
+    """The observation with the repeat note first; a call that already made its change is told so
+    (a small model otherwise makes a successful create again until its turns run out)."""
+    note = render_prompt("envscaler_core.rollout", "repeat_done_note.md" if done_before else "repeat_note.md").strip()
     observation = outcome.observation if isinstance(outcome.observation, dict) else {"result": outcome.observation}
     # the recorded step keeps the original; the note comes first: a small model reads a long result less
     return outcome.model_copy(update={"observation": {"note": note, **observation}})

@@ -222,6 +222,27 @@ def test_a_repeated_call_with_nothing_changed_carries_a_note(scripted, agent_mod
     assert not any("already made" in str(m["content"]) for m in t.messages)
 
 
+def test_a_repeat_of_a_call_that_made_its_change_is_told_it_is_done(scripted):
+    """A small agent makes a successful create again until its turns run out: the repeat (and any
+    later one) is told the change is done and to answer."""
+    checkout = Reply.tool_call("checkout_book", {"book_id": "B1", "member_id": "M1"})
+    scripted.policy = planned([checkout, checkout, checkout, Reply.text("done")])
+    t = run_one(scripted, RolloutSettings(repeat_note=True), progress=False)
+    notes = [json.loads(m["content"]).get("note", "") for m in t.messages if m["role"] == "tool"]
+    assert ["it succeeded: the change it makes is done" in n for n in notes] == [False, True, True]
+    assert t.steps[0].observation.get("success") is not False and "note" not in t.steps[1].observation
+
+
+def test_schema_turn_agents_are_told_the_final_answer_form(scripted):
+    scripted.policy = planned(CONSTRAINED_CHECKOUT)
+    run_one(scripted, RolloutSettings(), schema_turns=True)
+    assert '{"final_answer": "Task Completed' in scripted.completion_requests[0]["messages"][0]["content"]
+    scripted.policy = planned(CHECKOUT_PLAN)
+    before = len(scripted.completion_requests)
+    run_one(scripted, RolloutSettings())  # native tool calls: no JSON answer form in the prompt
+    assert "final_answer" not in scripted.completion_requests[before]["messages"][0]["content"]
+
+
 class _GatedEnvs:
     """Records when the episode's env is open; ``open_behind`` holds the open until the gate opens."""
 
