@@ -45,6 +45,22 @@ def test_embedded_answers_a_required_tool_call(server):
     assert client.meter.total().completion_tokens > 0
 
 
+def test_the_same_seed_gives_the_same_sample(server):
+    """At temperature 1 the answer is a draw: fixed by the seed, even with another prompt served
+    in between (the server's prompt cache then holds something else)."""
+    def sample(seed: int, salt: str) -> str:
+        client = LLMClient(LLMConfig(base_url=server.base_url, model="embedded", temperature=1.0,
+                                     max_tokens=24, cache=False, llama_cpp=True, seed=seed))
+        return asyncio.run(client.chat([{"role": "user", "content": "Invent a name for a bookshop."}],
+                                       cache_salt=salt)).content
+
+    first = sample(1, "a")
+    asyncio.run(LLMClient(LLMConfig(base_url=server.base_url, model="embedded", max_tokens=8, cache=False,
+                                    llama_cpp=True)).chat([{"role": "user", "content": "Say hi."}]))
+    assert sample(1, "a") == first
+    assert len({first, *(sample(s, "a") for s in (2, 3, 4)), sample(1, "b")}) > 1
+
+
 def test_embedded_structured_output(server):
     client = LLMClient(LLMConfig(base_url=server.base_url, model="embedded", temperature=0,
                                  max_tokens=64, cache=False))
