@@ -150,6 +150,10 @@ def print_summary(out: Path, endpoint: str, scenarios_used: str, timings: Iterab
                 ["stage", "calls", "cache hits", "prompt tok", "completion tok", "errors"])
     for note in notes:
         print(f"NOTE: {note}")
+    report = dataset_report(out)
+    if report is not None and not report.get("rows"):
+        print("NOTE: The SFT dataset is empty: no trajectory was a finished, unflagged episode with reward 1.0 "
+              "(drops by reason above); `python -m sft export --min-reward 0 --keep-unfinished` exports weaker data.")
 
 
 def write_run_record(out: Path, record: dict[str, Any]) -> None:

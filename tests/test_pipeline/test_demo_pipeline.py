@@ -123,6 +123,11 @@ def test_demo_falls_back_to_the_bundled_environment_and_says_so(tmp_path):
     assert "interact_with_env/data/demo_envs.jsonl" in proc.stdout
     trajectories = _records(out / "rollouts_task" / "trajectories.jsonl")
     assert trajectories and {t["env_id"] for t in trajectories} == {"clinic"}
+    first = proc.stdout.split("== EnvScaler pipeline summary")[0].rstrip().splitlines()[-1]
+    assert first.startswith("Rollouts used the bundled scenarios interact_with_env/data/demo_scenarios.jsonl")
+    # the scripted agent replays a library plan in the clinic: nothing is solved, nothing exported
+    assert json.loads((out / "sft" / "envscaler_sft_sharegpt.json").read_text()) == []
+    assert "NOTE: The SFT dataset is empty" in proc.stdout
 
 
 @pytest.mark.embedded
