@@ -106,7 +106,8 @@ def test_server_dies_with_the_process_that_started_it():
     parent.wait()
     for _ in range(100):
         try:
-            status = open(f"/proc/{server_pid}/status").read()
+            with open(f"/proc/{server_pid}/status") as fh:
+                status = fh.read()
         except FileNotFoundError:
             return
         if "\nState:\tZ" in status:  # exited; only waiting to be reaped
