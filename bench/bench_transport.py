@@ -72,7 +72,8 @@ def main() -> None:
         server.terminate()
     for kind, runs in rows.items():
         print(f"{kind}: client CPU ms/request {[round(c, 3) for c, _ in runs]} (median "
-              f"{statistics.median(c for c, _ in runs):.3f}), requests/s median {statistics.median(r for _, r in runs):.0f}")
+              f"{statistics.median(c for c, _ in runs):.3f}), "
+              f"requests/s median {statistics.median(r for _, r in runs):.0f}")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ class ScenarioPayload:
 
 def env_introduction(env: EnvSpec) -> str:
     """The environment description given to the agent (the original's layout)."""
-    text = f"# Environment Information\n\n## Brief Introduction:\n{env.environment_introduction or env.environment_summary}"
+    introduction = env.environment_introduction or env.environment_summary
+    text = f"# Environment Information\n\n## Brief Introduction:\n{introduction}"
     if env.constraints_rules:
         text += "\n\n## Environment Rules / Constraints:\n" + "\n".join(f"- {r}" for r in env.constraints_rules)
     return text
