@@ -229,10 +229,13 @@ def _probe(url: str, headers: dict[str, str] | None, scenario_id: str) -> tuple[
 
 
 def system_prompt(env_introduction: str) -> str:
-    """The task-mode agent instructions (the rollout engine's own) with the environment's introduction."""
+    """The task-mode agent instructions (``rl/prompts/agent_openenv.md``) with the environment's introduction.
+
+    The tools are not in it: TRL renders them with the model's chat template.
+    """
     intro = f"The following is an introduction to the current environment:\n{env_introduction}" \
         if env_introduction else ""
-    return render_prompt("envscaler_core.rollout", "agent_task.md", env_introduction=intro).rstrip()
+    return render_prompt("rl", "agent_openenv.md", env_introduction=intro).rstrip()
 
 
 def environment_classes(url: str, scenario_ids: list[str], headers: dict[str, str] | None = None,
