@@ -2,7 +2,7 @@
 from envscaler_core.cli import run_cli
 
 COMMANDS = {
-    "trl-train": ("rl.trl_train", "GRPO with TRL on scenarios + checker rewards (training venv)"),
+    "trl-train": ("rl.trl_train", "multi-turn GRPO with TRL 1.x on the scenarios served over OpenEnv (.venv-trl)"),
     "roll-overlay": ("rl.roll_overlay", "write the ROLL registration + pipeline YAML into a ROLL checkout"),
 }
 
