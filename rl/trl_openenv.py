@@ -85,7 +85,7 @@ def tool_method(name: str, description: str, input_schema: dict[str, Any]) -> Ca
     call.__name__ = call.__qualname__ = name
     call.__doc__ = _docstring(description, properties)
     call.__annotations__ = annotations
-    call.__signature__ = inspect.Signature(params, return_annotation=str)  # type: ignore[attr-defined]
+    call.__signature__ = inspect.Signature(params, return_annotation=str)  # type: ignore[attr-defined]  # inspect reads it
     return call
 
 
