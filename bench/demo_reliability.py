@@ -37,10 +37,10 @@ def one_run(config: Path, out: Path, seed: int, log: Path) -> dict[str, Any]:
     wall = time.monotonic() - started
     summary_path = out / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
-    return {"seed": seed, "exit": code, "wall_s": round(wall, 1), "log": str(log), **{
-        k: summary.get(k) for k in ("scenarios_proven", "proven_on_own_envs", "own_scenarios_used", "scenarios_used", "episodes",
-                                    "mean_reward", "trajectories_read", "sft_rows", "sft_drop_reasons", "rl")},
-        "pass_1": (summary.get("pass_hat_k") or {}).get("1")}
+    keys = ("scenarios_proven", "proven_on_own_envs", "own_scenarios_used", "scenarios_used", "episodes",
+            "mean_reward", "trajectories_read", "sft_rows", "sft_drop_reasons", "rl")
+    return {"seed": seed, "exit": code, "wall_s": round(wall, 1), "log": str(log),
+            **{k: summary.get(k) for k in keys}, "pass_1": (summary.get("pass_hat_k") or {}).get("1")}
 
 
 def own_proven(run: dict[str, Any]) -> int:

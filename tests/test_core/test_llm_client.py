@@ -191,7 +191,8 @@ def test_another_base_seed_misses_the_cache(tmp_path, scripted):
 def test_calls_decoded_from_a_constrained_turn_get_ids_fixed_by_the_request():
     """The id enters the next prompt: a random one would make a seeded run ask other questions."""
     def ids(messages) -> list:
-        with ScriptedServer(policy=lambda r: Reply.json({"name": "get_weather", "arguments": {"city": "Oslo"}})) as server:
+        call = {"name": "get_weather", "arguments": {"city": "Oslo"}}
+        with ScriptedServer(policy=lambda r: Reply.json(call)) as server:
             result = run(LLMClient(server.config(cache=False, llama_cpp=True)).chat(messages, tools=TOOLS))
             return [c["id"] for c in result.tool_calls]
 

@@ -90,6 +90,7 @@ def _assert_sft_rows_are_solved_and_pass_the_filter(out: Path, config: str) -> N
     """Every exported row comes from a trajectory with reward 1.0 that the preset's structural
     filter keeps (the user-mode episodes, half done after a repeated failing call, are not)."""
     import yaml
+
     from envscaler_core.artifacts import Trajectory
     from envscaler_core.rollout import FilterSettings, filter_reasons
 
