@@ -75,15 +75,15 @@ def _wait_ready(url: str, process: subprocess.Popen, timeout: float) -> None:
 
 
 def default_threads() -> int:
-    """``ENVSCALER_EMBEDDED_THREADS``, else one core fewer than the machine has (at most 8).
+    """``ENVSCALER_EMBEDDED_THREADS``, else every core of the machine (at most 8).
 
-    The stages and their sandboxes need a core too, and llama.cpp's threads wait for each other
-    at every layer: one that loses its core stalls the rest. Measured on a loaded 2-core VM, the
-    same 80-token answer took 13-18 s on one thread and 101-110 s on two.
+    llama.cpp's threads wait for each other at every layer, so one that loses its core stalls the
+    rest: on a machine other jobs keep busy, set ``ENVSCALER_EMBEDDED_THREADS=1``
+    (docs/benchmarks.md gives both figures).
     """
     if os.environ.get("ENVSCALER_EMBEDDED_THREADS"):
         return max(1, int(os.environ["ENVSCALER_EMBEDDED_THREADS"]))
-    return max(1, min((os.cpu_count() or 2) - 1, 8))
+    return max(1, min(os.cpu_count() or 2, 8))
 
 
 def start_server(model: Optional[str] = None, port: Optional[int] = None,

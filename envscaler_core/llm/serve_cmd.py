@@ -13,8 +13,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", choices=sorted(MODELS), help="embedded model (default: qwen2.5-coder-0.5b)")
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--ctx", type=int, default=8192, help="context length")
-    parser.add_argument("--threads", type=int, help="CPU threads (default: one core fewer than the machine has, "
-                                                    "or ENVSCALER_EMBEDDED_THREADS)")
+    parser.add_argument("--threads", type=int, help="CPU threads (default: ENVSCALER_EMBEDDED_THREADS, else all cores)")
 
 
 def run(args: argparse.Namespace) -> int:
