@@ -12,6 +12,7 @@ Episodes are scored exactly as with the sandbox (the same :class:`Scorer`, its c
 small sandbox and cached), so the reward digest stays comparable. Neither mode is a product
 feature: they only say how far the sandbox is from what its design allows.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -24,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from envscaler_core.artifacts import EnvSpec
 from envscaler_core.rollout.types import EpisodeTask
@@ -43,20 +44,41 @@ class InProcessEnv:
         self._ex = Executor(loaded.limits)
         self._ex.cls, self._ex.tools, self._ex.with_config = loaded.cls, loaded.tools, loaded.with_config
         state = to_jsonable(payload.scenario.init_config)  # the config and the injected state (as Sandbox.open)
-        opened = self._ex.load({"code": payload.env.env_class_code, "class_name": payload.env.env_class_name,
-                                "init_config": state, "initial_state": state, "seed": task.seed, "tools": False})
+        opened = self._ex.load(
+            {
+                "code": payload.env.env_class_code,
+                "class_name": payload.env.env_class_name,
+                "init_config": state,
+                "initial_state": state,
+                "seed": task.seed,
+                "tools": False,
+            }
+        )
         if not opened.get("ok"):
             raise RuntimeError(f"the environment did not load: {opened}")
 
     async def call(self, name: str, arguments: Any) -> CallResult:
         args, error = parse_arguments(arguments)  # as a sandbox session does in the parent
         if error is not None:
-            return CallResult(tool=name, arguments=arguments, observation=error, ok=False,
-                              error_type=error.get("error_type"), state_hash=self._ex.last_hash)
+            return CallResult(
+                tool=name,
+                arguments=arguments,
+                observation=error,
+                ok=False,
+                error_type=error.get("error_type"),
+                state_hash=self._ex.last_hash,
+            )
         resp = self._ex.call({"tool": name, "arguments": args})
         obs, etype = resp["observation"], resp["error_type"]
-        return CallResult(tool=name, arguments=arguments, observation=obs, ok=obs.get("success") is True and etype is None,
-                          error_type=etype, state_diff=resp["state_diff"], state_hash=resp["state_hash"])
+        return CallResult(
+            tool=name,
+            arguments=arguments,
+            observation=obs,
+            ok=obs.get("success") is True and etype is None,
+            error_type=etype,
+            state_diff=resp["state_diff"],
+            state_hash=resp["state_hash"],
+        )
 
     async def snapshot(self) -> dict[str, Any]:
         return self._ex.snapshot()["state"]
@@ -68,7 +90,7 @@ class InProcessEnv:
 class ForkedEnv(InProcessEnv):
     """:class:`InProcessEnv` plus one round trip per call to a process forked for the episode."""
 
-    async def connect(self, path: str) -> "ForkedEnv":
+    async def connect(self, path: str) -> ForkedEnv:
         self._reader, self._writer = await asyncio.open_unix_connection(path)
         return self
 
@@ -88,7 +110,7 @@ class BoundEnvs:
     ``fork``, then ``fork_server`` is a :func:`fork_server` path) for the environment ``env``;
     ``tools``: the sandbox's schemas of it. Its class is loaded once, as an environment template does."""
 
-    def __init__(self, env: EnvSpec, tools: list[dict], fork_server: Optional[str] = None) -> None:
+    def __init__(self, env: EnvSpec, tools: list[dict], fork_server: str | None = None) -> None:
         self.tools, self.fork_server = tools, fork_server
         self._loaded = Executor(SandboxLimits().model_dump())
         error = self._loaded.prepare({"code": env.env_class_code, "class_name": env.env_class_name})

@@ -16,6 +16,7 @@ a folder that holds a checkout. Both use this interpreter (the same environment)
 
 Run:  .venv/bin/python bench/ab_rollout.py main HEAD --pairs 5 [--latency 0.1] [--concurrency 64]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # metric -> True when larger is better
-METRICS = {"ratio": True, "eps": True, "first_s": False, "cpu_ms": False, "cpu_total_ms": False,
-           "faults": False, "switches_total": False}
+METRICS = {
+    "ratio": True,
+    "eps": True,
+    "first_s": False,
+    "cpu_ms": False,
+    "cpu_total_ms": False,
+    "faults": False,
+    "switches_total": False,
+}
 
 
 @contextlib.contextmanager
@@ -40,8 +48,11 @@ def checkout(rev: str):
         yield Path(rev).resolve()
         return
     folder = Path(tempfile.mkdtemp(prefix="envscaler-ab-"))
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--force", str(folder), rev],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", "--force", str(folder), rev],
+        check=True,
+        capture_output=True,
+    )
     try:
         yield folder
     finally:
@@ -50,8 +61,16 @@ def checkout(rev: str):
 
 def one_run(folder: Path, args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory(prefix="envscaler-ab-out-") as results:
-        cmd = [sys.executable, str(folder / "bench" / "bench_rollout.py"), "--latencies", str(args.latency),
-               "--concurrency", str(args.concurrency), "--out", results]
+        cmd = [
+            sys.executable,
+            str(folder / "bench" / "bench_rollout.py"),
+            "--latencies",
+            str(args.latency),
+            "--concurrency",
+            str(args.concurrency),
+            "--out",
+            results,
+        ]
         if args.episodes:
             cmd += ["--episodes", str(args.episodes)]
         out = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
@@ -69,8 +88,14 @@ def summary(pairs: list[tuple[dict, dict]]) -> list[list]:
         if not values:
             continue
         wins = sum((b > a) if larger_better else (b < a) for a, b in values)
-        table.append([key, statistics.median(a for a, _ in values), statistics.median(b for _, b in values),
-                      f"{wins}/{len(values)}"])
+        table.append(
+            [
+                key,
+                statistics.median(a for a, _ in values),
+                statistics.median(b for _, b in values),
+                f"{wins}/{len(values)}",
+            ]
+        )
     return table
 
 
@@ -96,8 +121,10 @@ def main() -> None:
             pairs.append((a, b))
             print(f"pair {i + 1}: " + "  ".join(f"{k} {a.get(k)} -> {b.get(k)}" for k in METRICS), flush=True)
     digests = {r["rewards"] for pair in pairs for r in pair}
-    title = (f"A/B {args.a} -> {args.b}: {args.concurrency} x {args.latency * 1000:.0f} ms, {args.pairs} pairs, "
-             f"reward digests {'identical' if len(digests) == 1 else 'DIFFER: ' + ', '.join(sorted(digests))}")
+    title = (
+        f"A/B {args.a} -> {args.b}: {args.concurrency} x {args.latency * 1000:.0f} ms, {args.pairs} pairs, "
+        f"reward digests {'identical' if len(digests) == 1 else 'DIFFER: ' + ', '.join(sorted(digests))}"
+    )
     print(format_table(title, summary(pairs), ["metric", "median A", "median B", "B better"]))
 
 

@@ -7,6 +7,7 @@ finished stage costs no LLM call (cache + resume).
 
     .venv/bin/python bench/bench_concurrency.py [--items 100] [--latency 0.2]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +32,11 @@ class Verdict(BaseModel):
 
 
 def _stage(out: Path, server: ScriptedServer, concurrency: int) -> tuple[StageContext, object]:
-    cfg = StageConfig(out=out, concurrency=concurrency,
-                      llm={"pipeline": server.config(concurrency=concurrency, cache=True).model_dump()})
+    cfg = StageConfig(
+        out=out,
+        concurrency=concurrency,
+        llm={"pipeline": server.config(concurrency=concurrency, cache=True).model_dump()},
+    )
     ctx = StageContext("bench", cfg)
     client = ctx.client("pipeline")
 
@@ -59,8 +63,12 @@ def main() -> None:
     args = parser.parse_args()
     items = [f"task {i}: cancel order {i}" for i in range(args.items)]
     rows = []
-    with ScriptedServer(policy=lambda r: Reply.json({"stateful": True, "reason": "orders"}),
-                        latency_s=args.latency) as server, tempfile.TemporaryDirectory() as tmp:
+    with (
+        ScriptedServer(
+            policy=lambda r: Reply.json({"stateful": True, "reason": "orders"}), latency_s=args.latency
+        ) as server,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         for concurrency in (1, 8, 32):
             walls = []
             for repeat in range(args.repeats):
@@ -71,8 +79,11 @@ def main() -> None:
             ideal = args.items * args.latency / concurrency
             rows.append((concurrency, f"{wall:.2f}", f"{args.items / wall:.1f}", f"{ideal / wall:.1%}"))
         _, calls_again = _run(Path(tmp) / "c32-0", server, 32, items)
-    print_table(f"stage of {args.items} items, {args.latency * 1000:.0f} ms latency (median of {args.repeats})",
-                rows, ["concurrency", "wall s", "items/s", "of ideal"])
+    print_table(
+        f"stage of {args.items} items, {args.latency * 1000:.0f} ms latency (median of {args.repeats})",
+        rows,
+        ["concurrency", "wall s", "items/s", "of ideal"],
+    )
     print(f"re-run of the finished stage: {calls_again} LLM calls (expected 0)")
 
 

@@ -7,6 +7,7 @@ episode shows it here (``--leak-kb`` plants such a leak to show the probe sees i
 
     .venv/bin/python bench/bench_memory.py [--episodes 1000] [--concurrency 16] [--leak-kb 0]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,12 +31,22 @@ def main() -> None:
     args = parser.parse_args()
     with ScriptedServer(rollout_policy()) as server, tempfile.TemporaryDirectory() as tmp:
         p = profile_rollout(server, Path(tmp) / "run", args.episodes, args.concurrency, args.leak_kb)
-    print_table(f"rollout memory: {p.episodes} episodes, concurrency {args.concurrency}"
-                f"{f', planted leak {args.leak_kb} KiB/episode' if args.leak_kb else ''}",
-                [(p.episodes, f"{p.wall_s:.1f}", f"{p.episodes / p.wall_s:.1f}", f"{p.baseline_mb:.1f}",
-                  f"{p.peak_mb:.1f}", f"{p.growth_mb:.1f}", f"{p.kib_per_episode:.1f}")],
-                ["episodes", "wall s", "episodes/s", "RSS at 25% MB", "peak RSS MB", "growth MB",
-                 "growth KiB/episode"])
+    print_table(
+        f"rollout memory: {p.episodes} episodes, concurrency {args.concurrency}"
+        f"{f', planted leak {args.leak_kb} KiB/episode' if args.leak_kb else ''}",
+        [
+            (
+                p.episodes,
+                f"{p.wall_s:.1f}",
+                f"{p.episodes / p.wall_s:.1f}",
+                f"{p.baseline_mb:.1f}",
+                f"{p.peak_mb:.1f}",
+                f"{p.growth_mb:.1f}",
+                f"{p.kib_per_episode:.1f}",
+            )
+        ],
+        ["episodes", "wall s", "episodes/s", "RSS at 25% MB", "peak RSS MB", "growth MB", "growth KiB/episode"],
+    )
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ Run:  .venv/bin/python bench/bench_rollout.py [--latencies 0 0.1] [--concurrency
       [--env sandbox|inprocess|fork]
 (default episodes per setting: 16 x concurrency, between 40 and 1000).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,8 +65,12 @@ def policy(request: dict):
     if not _PLAN:
         from envscaler_core.testing.scripted_server import Reply
 
-        _PLAN[:] = [Reply.tool_call("get_member", {"member_id": "M1"}), Reply.tool_call("get_book", {"book_id": "B1"}),
-                    Reply.tool_call("checkout_book", {"book_id": "B1", "member_id": "M1"}), Reply.text("Task Completed")]
+        _PLAN[:] = [
+            Reply.tool_call("get_member", {"member_id": "M1"}),
+            Reply.tool_call("get_book", {"book_id": "B1"}),
+            Reply.tool_call("checkout_book", {"book_id": "B1", "member_id": "M1"}),
+            Reply.text("Task Completed"),
+        ]
     return _PLAN[min(sum(m["role"] == "assistant" for m in request["messages"]), TURNS - 1)]
 
 
@@ -80,8 +85,9 @@ def serve(latency: float) -> None:
 
 @contextlib.contextmanager
 def server_process(latency: float):
-    proc = subprocess.Popen([sys.executable, __file__, "--serve", str(latency)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--serve", str(latency)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         yield proc, proc.stdout.readline().strip()
     finally:
@@ -94,8 +100,12 @@ def _stat(pid: int) -> tuple[int, float, float, int]:
     both) of a live process."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[1]), (int(fields[11]) + int(fields[12])) / TICK, (int(fields[13]) + int(fields[14])) / TICK,
-            int(fields[7]) + int(fields[8]))
+    return (
+        int(fields[1]),
+        (int(fields[11]) + int(fields[12])) / TICK,
+        (int(fields[13]) + int(fields[14])) / TICK,
+        int(fields[7]) + int(fields[8]),
+    )
 
 
 DEPTHS = ("driver", "fork server", "hosts", "templates", "cells")
@@ -165,8 +175,14 @@ def reward_digest(trajectories) -> str:
 async def run_setting(cfg: dict) -> dict:
     """One setting in this (fresh) process; times are measured from ``cfg['t0']``."""
     from envscaler_core.llm import LLMClient, LLMConfig
-    from envscaler_core.rollout import (ChecklistReward, RolloutEngine, RolloutSettings, ScenarioEnvs,
-                                        episode_tasks, run_episodes)
+    from envscaler_core.rollout import (
+        ChecklistReward,
+        RolloutEngine,
+        RolloutSettings,
+        ScenarioEnvs,
+        episode_tasks,
+        run_episodes,
+    )
     from envscaler_core.runtime import Sandbox
     from envscaler_core.scoring import Scorer
 
@@ -190,26 +206,48 @@ async def run_setting(cfg: dict) -> dict:
     mode = cfg.get("env", "sandbox")
     forks = fork_server() if mode == "fork" else contextlib.nullcontext()
     with Sandbox(concurrency if mode == "sandbox" else 1) as sandbox, forks as fork_path:
-        client = LLMClient(LLMConfig(base_url=cfg["base_url"], api_key="sk-bench", model="scripted",
-                                     concurrency=concurrency, timeout_s=60, max_retries=2, backoff_base_s=0.01,
-                                     cache=False))
+        client = LLMClient(
+            LLMConfig(
+                base_url=cfg["base_url"],
+                api_key="sk-bench",
+                model="scripted",
+                concurrency=concurrency,
+                timeout_s=60,
+                max_retries=2,
+                backoff_base_s=0.01,
+                cache=False,
+            )
+        )
         envs = ScenarioEnvs(sandbox)
         if mode != "sandbox":  # a bound (see _rollout_bounds.py): scored the same way
             envs = BoundEnvs(env, sandbox.tools(env), fork_path)
-        engine = RolloutEngine(envs, client, RolloutSettings(max_steps=TURNS + 1),
-                               reward_hook=ChecklistReward(Scorer(sandbox)))
+        engine = RolloutEngine(
+            envs, client, RolloutSettings(max_steps=TURNS + 1), reward_hook=ChecklistReward(Scorer(sandbox))
+        )
         failures: list[str] = []
-        done = await run_episodes(engine, tasks, concurrency, on_done=on_done,
-                                  on_error=lambda task, exc: failures.append(f"{task.id}: {type(exc).__name__}: {exc}"))
+        done = await run_episodes(
+            engine,
+            tasks,
+            concurrency,
+            on_done=on_done,
+            on_error=lambda task, exc: failures.append(f"{task.id}: {type(exc).__name__}: {exc}"),
+        )
     reap_all()
     (k1, (t1, c1, f1, d1)), (k2, (t2, c2, f2, d2)) = sorted(marks.items())
-    return {"episodes": len(done), "ok": sum(t.reward.final == 1.0 for t in done),
-            "first_s": round(stamps[0] - cfg["t0"], 3), "wall_s": round(stamps[-1] - cfg["t0"], 3),
-            "eps": round((k2 - k1) / (t2 - t1), 2), "cpu_ms": round(1000 * (c2 - c1) / (k2 - k1), 2),
-            "faults": round((f2 - f1) / (k2 - k1)),
-            "cpu_ms_by": {name: round(1000 * (b - a) / (k2 - k1), 2) for name, a, b in zip(DEPTHS, d1, d2)},
-            "rewards": reward_digest(done), "median_s": median_timings(done),
-            "failed": len(failures), "first_failure": failures[0][:500] if failures else None}
+    return {
+        "episodes": len(done),
+        "ok": sum(t.reward.final == 1.0 for t in done),
+        "first_s": round(stamps[0] - cfg["t0"], 3),
+        "wall_s": round(stamps[-1] - cfg["t0"], 3),
+        "eps": round((k2 - k1) / (t2 - t1), 2),
+        "cpu_ms": round(1000 * (c2 - c1) / (k2 - k1), 2),
+        "faults": round((f2 - f1) / (k2 - k1)),
+        "cpu_ms_by": {name: round(1000 * (b - a) / (k2 - k1), 2) for name, a, b in zip(DEPTHS, d1, d2)},
+        "rewards": reward_digest(done),
+        "median_s": median_timings(done),
+        "failed": len(failures),
+        "first_failure": failures[0][:500] if failures else None,
+    }
 
 
 def one_setting(latency: float, concurrency: int, episodes: int, server, base_url: str, env: str = "sandbox") -> dict:
@@ -223,13 +261,20 @@ def one_setting(latency: float, concurrency: int, episodes: int, server, base_ur
     row = json.loads(out.stdout.strip().splitlines()[-1])
     total = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     ideal = concurrency / (TURNS * latency) if latency else None
-    return {"latency_ms": round(latency * 1000), "concurrency": concurrency, "env": env, **row,
-            "ideal": round(ideal, 2) if ideal else None, "ratio": round(row["eps"] / ideal, 3) if ideal else None,
-            "cpu_total_ms": round(1000 * total / row["episodes"], 2),
-            "faults_total": round((after.ru_minflt - before.ru_minflt) / row["episodes"]),
-            "switches_total": round((after.ru_nvcsw + after.ru_nivcsw - before.ru_nvcsw - before.ru_nivcsw)
-                                    / row["episodes"]),
-            "server_ms": round(1000 * (server_after - server_before) / row["episodes"], 2)}
+    return {
+        "latency_ms": round(latency * 1000),
+        "concurrency": concurrency,
+        "env": env,
+        **row,
+        "ideal": round(ideal, 2) if ideal else None,
+        "ratio": round(row["eps"] / ideal, 3) if ideal else None,
+        "cpu_total_ms": round(1000 * total / row["episodes"], 2),
+        "faults_total": round((after.ru_minflt - before.ru_minflt) / row["episodes"]),
+        "switches_total": round(
+            (after.ru_nvcsw + after.ru_nivcsw - before.ru_nvcsw - before.ru_nivcsw) / row["episodes"]
+        ),
+        "server_ms": round(1000 * (server_after - server_before) / row["episodes"], 2),
+    }
 
 
 def default_episodes(concurrency: int) -> int:
@@ -247,9 +292,13 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=None, help="episodes per setting (default: by concurrency)")
     parser.add_argument("--latencies", type=float, nargs="+", default=[0.0, 0.1])
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 64])
-    parser.add_argument("--env", choices=ENV_MODES, default="sandbox",
-                        help="sandbox (the product), or a bound: inprocess (no sandbox) / fork (one bare process "
-                             "per episode; see bench/_rollout_bounds.py)")
+    parser.add_argument(
+        "--env",
+        choices=ENV_MODES,
+        default="sandbox",
+        help="sandbox (the product), or a bound: inprocess (no sandbox) / fork (one bare process "
+        "per episode; see bench/_rollout_bounds.py)",
+    )
     parser.add_argument("--out", type=Path, default=Path("/tmp/envscaler-bench-rollout"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -260,21 +309,59 @@ def main() -> None:
     for latency in args.latencies:
         with server_process(latency) as (server, base_url):
             for concurrency in args.concurrency:
-                row = one_setting(latency, concurrency, args.episodes or default_episodes(concurrency), server, base_url,
-                                  args.env)
+                row = one_setting(
+                    latency, concurrency, args.episodes or default_episodes(concurrency), server, base_url, args.env
+                )
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-    header = ["latency ms", "conc", "episodes", "first ep s", "episodes/s", "ideal", "ratio", "CPU ms/ep",
-              "CPU ms/ep total", "faults/ep", "switches/ep total", "server ms/ep", "rewards"]
-    table = [[r["latency_ms"], r["concurrency"], f"{r['ok']}/{r['episodes']}", r["first_s"], r["eps"],
-              r["ideal"] or "-", r["ratio"] or "-", r["cpu_ms"], r["cpu_total_ms"], r["faults"], r["switches_total"],
-              r["server_ms"], r["rewards"]]
-             for r in rows]
-    print(format_table(f"rollout benchmark, --env {args.env} ({TURNS} LLM calls, 3 tool calls, 5 checkers per episode; "
-                       f"load {load:.1f} -> {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs)", table, header))
-    print(format_table("steady CPU ms per episode by process (depth in the command's tree)",
-                       [[r["latency_ms"], r["concurrency"], *r["cpu_ms_by"].values(), r["server_ms"]] for r in rows],
-                       ["latency ms", "conc", *DEPTHS, "server"]))
+    header = [
+        "latency ms",
+        "conc",
+        "episodes",
+        "first ep s",
+        "episodes/s",
+        "ideal",
+        "ratio",
+        "CPU ms/ep",
+        "CPU ms/ep total",
+        "faults/ep",
+        "switches/ep total",
+        "server ms/ep",
+        "rewards",
+    ]
+    table = [
+        [
+            r["latency_ms"],
+            r["concurrency"],
+            f"{r['ok']}/{r['episodes']}",
+            r["first_s"],
+            r["eps"],
+            r["ideal"] or "-",
+            r["ratio"] or "-",
+            r["cpu_ms"],
+            r["cpu_total_ms"],
+            r["faults"],
+            r["switches_total"],
+            r["server_ms"],
+            r["rewards"],
+        ]
+        for r in rows
+    ]
+    print(
+        format_table(
+            f"rollout benchmark, --env {args.env} ({TURNS} LLM calls, 3 tool calls, 5 checkers per episode; "
+            f"load {load:.1f} -> {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs)",
+            table,
+            header,
+        )
+    )
+    print(
+        format_table(
+            "steady CPU ms per episode by process (depth in the command's tree)",
+            [[r["latency_ms"], r["concurrency"], *r["cpu_ms_by"].values(), r["server_ms"]] for r in rows],
+            ["latency ms", "conc", *DEPTHS, "server"],
+        )
+    )
     (args.out / "results.json").write_text(json.dumps(rows, indent=1))
 
 

@@ -21,8 +21,9 @@ from envscaler_core.testing.library import LIBRARY_SOURCE, library_state
 
 ENV = LIBRARY_SOURCE
 STATE = library_state(50)
-ACTIONS = [("get_book", {"book_id": "b3"}) if i % 2 else ("add_book", {"book_id": f"n{i}", "title": "t"})
-           for i in range(20)]
+ACTIONS = [
+    ("get_book", {"book_id": "b3"}) if i % 2 else ("add_book", {"book_id": f"n{i}", "title": "t"}) for i in range(20)
+]
 
 
 def pct(values: list[float], q: float) -> float:
@@ -83,8 +84,8 @@ def main() -> None:
         direct, sandboxed = latency(pool, args.calls)
     d50, s50 = statistics.median(direct), statistics.median(sandboxed)
     print(f"tool call round trip ({args.calls} calls, cpu={os.cpu_count()}):")
-    print(f"  direct   p50={d50:.4f} ms  p99={pct(direct, .99):.4f} ms")
-    print(f"  sandbox  p50={s50:.4f} ms  p99={pct(sandboxed, .99):.4f} ms  (p50 ratio x{s50 / d50:.0f})")
+    print(f"  direct   p50={d50:.4f} ms  p99={pct(direct, 0.99):.4f} ms")
+    print(f"  sandbox  p50={s50:.4f} ms  p99={pct(sandboxed, 0.99):.4f} ms  (p50 ratio x{s50 / d50:.0f})")
     print(f"  goal p50 <= 0.5 ms: {'OK' if s50 <= 0.5 else 'MISSED'}")
     t = time.perf_counter()
     for _ in range(200):
@@ -93,8 +94,10 @@ def main() -> None:
     print(f"episodes of 20 calls per second (direct in-process: {direct_eps:.0f}/s):")
     for conc in (1, 4, 16):
         eps = throughput(conc, max(args.episodes, conc * 3))
-        print(f"  concurrency={conc:>2}: {eps:7.1f} episodes/s  ({eps * 20:7.0f} calls/s, "
-              f"direct/sandbox x{direct_eps / eps:.0f})")
+        print(
+            f"  concurrency={conc:>2}: {eps:7.1f} episodes/s  ({eps * 20:7.0f} calls/s, "
+            f"direct/sandbox x{direct_eps / eps:.0f})"
+        )
 
 
 if __name__ == "__main__":

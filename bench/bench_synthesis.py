@@ -10,6 +10,7 @@ wall time (tasks x 2 x latency / concurrency) is the same at every level and fix
 
     .venv/bin/python bench/bench_synthesis.py [--rounds 8] [--latency 0.2] [--ray]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,8 @@ import multiprocessing
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from envscaler_core.llm.config import LLMConfig
 from envscaler_core.progress import print_table
@@ -40,9 +41,15 @@ def policy(request: dict) -> Reply:
     if schema_name(request) == "JudgeAnswer":
         return Reply.json({"analysis": "it changes records", "stateful": True})
     task = last_user_text(request)[-40:]
-    return Reply.json({"analysis": "", "environment_summary": f"Desk for {task}",
-                       "environment_introduction": f"Records kept by the desk handling {task}.",
-                       "usefulness": 8, "modelability": 8})
+    return Reply.json(
+        {
+            "analysis": "",
+            "environment_summary": f"Desk for {task}",
+            "environment_introduction": f"Records kept by the desk handling {task}.",
+            "usefulness": 8,
+            "modelability": 8,
+        }
+    )
 
 
 def write_tasks(path: Path, count: int) -> Path:
@@ -54,7 +61,7 @@ def write_tasks(path: Path, count: int) -> Path:
     return path
 
 
-def _serve(latency_s: float, urls: "multiprocessing.Queue[str]") -> None:
+def _serve(latency_s: float, urls: multiprocessing.Queue[str]) -> None:
     with ScriptedServer(policy=policy, latency_s=latency_s) as server:
         urls.put(server.base_url)
         threading.Event().wait()
@@ -76,13 +83,23 @@ def server_process(latency_s: float) -> Iterator[str]:
         proc.join(5)
 
 
-def run_mine(out: Path, tasks: Path, base_url: str, concurrency: int,
-             executor: str = "local") -> tuple[float, int, int]:
+def run_mine(
+    out: Path, tasks: Path, base_url: str, concurrency: int, executor: str = "local"
+) -> tuple[float, int, int]:
     """``(wall s, LLM calls, cache hits)`` of one mine step."""
-    llm = LLMConfig(base_url=base_url, api_key="sk-test", model="scripted", timeout_s=30, max_retries=2,
-                    backoff_base_s=0.01, backoff_max_s=0.05, concurrency=concurrency).model_dump()
-    config = SkelBuilderConfig(out=out, concurrency=concurrency, llm={"pipeline": llm},
-                               near_duplicate_similarity=1.01, executor=executor)
+    llm = LLMConfig(
+        base_url=base_url,
+        api_key="sk-test",
+        model="scripted",
+        timeout_s=30,
+        max_retries=2,
+        backoff_base_s=0.01,
+        backoff_max_s=0.05,
+        concurrency=concurrency,
+    ).model_dump()
+    config = SkelBuilderConfig(
+        out=out, concurrency=concurrency, llm={"pipeline": llm}, near_duplicate_similarity=1.01, executor=executor
+    )
     ctx = StageContext("skel_builder", config)
     started = time.perf_counter()
     asyncio.run(pipeline.mine(ctx, tasks, "jsonl"))
@@ -90,8 +107,7 @@ def run_mine(out: Path, tasks: Path, base_url: str, concurrency: int,
     return time.perf_counter() - started, total.calls, total.cache_hits
 
 
-def level_row(tmp: Path, server: str, concurrency: int, rounds: int, latency: float,
-              executor: str = "local") -> tuple:
+def level_row(tmp: Path, server: str, concurrency: int, rounds: int, latency: float, executor: str = "local") -> tuple:
     """One table row: ``rounds x concurrency`` tasks mined at ``concurrency``."""
     count = rounds * concurrency
     tasks = write_tasks(tmp / f"tasks-{executor}-{concurrency}.jsonl", count)
@@ -125,12 +141,16 @@ def main() -> None:
             run_mine(tmp / "ray-warm-up", write_tasks(tmp / "warm.jsonl", 2), server, 2, "ray")
             rows.append(level_row(tmp, server, LEVELS[-1], args.rounds, args.latency, "ray"))
         resumed, cached, hits = cache_check(tmp, server, LEVELS[-1], args.rounds)
-    print_table(f"skel_builder mine (judge + describe): {CALLS_PER_TASK} calls per task, "
-                f"{args.latency * 1000:.0f} ms latency", rows,
-                ["concurrency", "tasks", "LLM calls", "wall s", "ideal s", "tasks/s", "of ideal"])
+    print_table(
+        f"skel_builder mine (judge + describe): {CALLS_PER_TASK} calls per task, {args.latency * 1000:.0f} ms latency",
+        rows,
+        ["concurrency", "tasks", "LLM calls", "wall s", "ideal s", "tasks/s", "of ideal"],
+    )
     print(f"re-run of the finished step (resume): {resumed} LLM calls (expected 0)")
-    print(f"re-run with its outputs deleted (cache only): {cached} LLM calls (expected 0), "
-          f"{hits} cache hits (expected {args.rounds * LEVELS[-1] * CALLS_PER_TASK})")
+    print(
+        f"re-run with its outputs deleted (cache only): {cached} LLM calls (expected 0), "
+        f"{hits} cache hits (expected {args.rounds * LEVELS[-1] * CALLS_PER_TASK})"
+    )
 
 
 if __name__ == "__main__":

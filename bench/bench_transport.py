@@ -7,6 +7,7 @@ between rounds), and reports the client's CPU ms per request and the request rat
 
 Run:  .venv/bin/python bench/bench_transport.py [--requests 1500] [--concurrency 16] [--rounds 4]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,12 +20,24 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-BODY = {"model": "m", "messages": [{"role": "system", "content": "x" * 2000}, {"role": "user", "content": "hi"}],
-        "tools": [{"type": "function", "function": {"name": f"t{i}", "description": "d" * 80, "parameters": {
-            "type": "object", "properties": {"a": {"type": "string"}}}}} for i in range(7)]}
+BODY = {
+    "model": "m",
+    "messages": [{"role": "system", "content": "x" * 2000}, {"role": "user", "content": "hi"}],
+    "tools": [
+        {
+            "type": "function",
+            "function": {
+                "name": f"t{i}",
+                "description": "d" * 80,
+                "parameters": {"type": "object", "properties": {"a": {"type": "string"}}},
+            },
+        }
+        for i in range(7)
+    ],
+}
 
 
-def _serve(urls: "multiprocessing.Queue[str]") -> None:
+def _serve(urls: multiprocessing.Queue[str]) -> None:
     from envscaler_core.testing.scripted_server import ScriptedServer
 
     with ScriptedServer() as server:
@@ -56,7 +69,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=4)
     args = parser.parse_args()
-    urls: "multiprocessing.Queue[str]" = multiprocessing.Queue()
+    urls: multiprocessing.Queue[str] = multiprocessing.Queue()
     server = multiprocessing.Process(target=_serve, args=(urls,), daemon=True)
     server.start()
     url = urls.get(timeout=30)
@@ -71,9 +84,11 @@ def main() -> None:
     finally:
         server.terminate()
     for kind, runs in rows.items():
-        print(f"{kind}: client CPU ms/request {[round(c, 3) for c, _ in runs]} (median "
-              f"{statistics.median(c for c, _ in runs):.3f}), "
-              f"requests/s median {statistics.median(r for _, r in runs):.0f}")
+        print(
+            f"{kind}: client CPU ms/request {[round(c, 3) for c, _ in runs]} (median "
+            f"{statistics.median(c for c, _ in runs):.3f}), "
+            f"requests/s median {statistics.median(r for _, r in runs):.0f}"
+        )
 
 
 if __name__ == "__main__":

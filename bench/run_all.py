@@ -5,6 +5,7 @@
 ``--full`` uses each script's own defaults (longer); ``yield_*`` scripts run the embedded model
 for minutes and are skipped unless ``--with-yield`` (they take the embedded-model lock).
 """
+
 from __future__ import annotations
 
 import argparse

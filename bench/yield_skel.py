@@ -8,6 +8,7 @@ checker's agreement with the oracles, and wall time. Uses whatever endpoint is c
 
     flock /tmp/envscaler-embedded.lock .venv/bin/python bench/yield_skel.py --n 5 --out runs/yield_skel
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,17 +32,27 @@ def method_outcomes(attempts: list[dict]) -> dict[str, int]:
     by_method: dict[str, list[dict]] = {}
     for a in attempts:
         by_method.setdefault(a["method"], []).append(a)
-    return {"methods_asked": len(by_method),
-            "first_try_ok": sum(1 for a in by_method.values() if a[0]["ok"]),
-            "ok_after_samples": sum(1 for a in by_method.values() if any(x["ok"] for x in a))}
+    return {
+        "methods_asked": len(by_method),
+        "first_try_ok": sum(1 for a in by_method.values() if a[0]["ok"]),
+        "ok_after_samples": sum(1 for a in by_method.values() if any(x["ok"] for x in a)),
+    }
 
 
 def method_stats(run: Path) -> dict[str, int]:
     """First-try and final method outcomes from the drafts' and envs' attempt logs."""
     drafts = JsonlStore(run / "env_drafts.jsonl", EnvSpec).read_all() if (run / "env_drafts.jsonl").exists() else []
-    envs = {e.id: e for e in JsonlStore(run / "envs.jsonl", EnvSpec).read_all()} if (run / "envs.jsonl").exists() else {}
-    stats = {"methods_asked": 0, "first_try_ok": 0, "ok_after_samples": 0, "failing_in_inspection": 0,
-             "fixed_by_repair": 0, "dropped_tools": 0}
+    envs = (
+        {e.id: e for e in JsonlStore(run / "envs.jsonl", EnvSpec).read_all()} if (run / "envs.jsonl").exists() else {}
+    )
+    stats = {
+        "methods_asked": 0,
+        "first_try_ok": 0,
+        "ok_after_samples": 0,
+        "failing_in_inspection": 0,
+        "fixed_by_repair": 0,
+        "dropped_tools": 0,
+    }
     for draft in drafts:
         for key, value in method_outcomes(draft.build_log.method_attempts if draft.build_log else []).items():
             stats[key] += value
@@ -66,15 +77,25 @@ def run_variant(name: str, out: Path, n: int, sets: list[str], tasks: str | None
     kept = [e for e in envs if e.status == "accepted"]
     usage = stage["llm_total"]
     tokens = usage["prompt_tokens"] + usage["completion_tokens"]
-    agreements = [e.inspection.calibration.get("agreement") for e in envs
-                  if e.inspection and e.inspection.calibration.get("judged")]
-    return {"variant": name, "tasks": n, "envs_built": len(envs), "envs_kept": len(kept),
-            **method_stats(run), "llm_calls": usage["calls"], "tokens": tokens,
-            "calls_per_kept_env": round(usage["calls"] / len(kept), 1) if kept else None,
-            "tokens_per_kept_env": round(tokens / len(kept)) if kept else None,
-            "checker_agreement": round(sum(agreements) / len(agreements), 3) if agreements else None,
-            "kept_envs": [f"{e.env_class_name} ({len(e.tools)} tools)" for e in kept],
-            "wall_s": round(wall, 1)}
+    agreements = [
+        e.inspection.calibration.get("agreement")
+        for e in envs
+        if e.inspection and e.inspection.calibration.get("judged")
+    ]
+    return {
+        "variant": name,
+        "tasks": n,
+        "envs_built": len(envs),
+        "envs_kept": len(kept),
+        **method_stats(run),
+        "llm_calls": usage["calls"],
+        "tokens": tokens,
+        "calls_per_kept_env": round(usage["calls"] / len(kept), 1) if kept else None,
+        "tokens_per_kept_env": round(tokens / len(kept)) if kept else None,
+        "checker_agreement": round(sum(agreements) / len(agreements), 3) if agreements else None,
+        "kept_envs": [f"{e.env_class_name} ({len(e.tools)} tools)" for e in kept],
+        "wall_s": round(wall, 1),
+    }
 
 
 def main() -> int:
@@ -92,9 +113,21 @@ def main() -> int:
         rows.append(run_variant(variant, args.out, args.n, sets, args.tasks))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "yield_skel.json").write_text(json.dumps(rows, indent=1))
-    keys = ["variant", "envs_built", "envs_kept", "methods_asked", "first_try_ok", "ok_after_samples",
-            "fixed_by_repair", "dropped_tools", "llm_calls", "calls_per_kept_env", "tokens_per_kept_env",
-            "checker_agreement", "wall_s"]
+    keys = [
+        "variant",
+        "envs_built",
+        "envs_kept",
+        "methods_asked",
+        "first_try_ok",
+        "ok_after_samples",
+        "fixed_by_repair",
+        "dropped_tools",
+        "llm_calls",
+        "calls_per_kept_env",
+        "tokens_per_kept_env",
+        "checker_agreement",
+        "wall_s",
+    ]
     table = format_table("skel_builder yield", [[r[k] for k in keys] for r in rows], keys)
     (args.out / "yield_skel.md").write_text(table + "\n")
     print(table)

@@ -5,6 +5,7 @@ building ASTs at once (stage items parse generated code on worker threads) can c
 fail with ``SystemError: AST constructor recursion depth mismatch`` (CPython gh-106905). A
 re-entrant lock around ``ast.parse`` removes the race; later versions need nothing.
 """
+
 from __future__ import annotations
 
 import ast

@@ -8,11 +8,12 @@ Every field is declared: making a record with an unknown field is an error, whil
 stored file (:meth:`ArtifactModel.from_stored`, :class:`~envscaler_core.store.JsonlStore`)
 drops fields this version does not know, so older files and the original release still load.
 """
+
 from __future__ import annotations
 
 import hashlib
 import logging
-from typing import Any, Literal, Optional, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
@@ -55,7 +56,7 @@ class ArtifactModel(BaseModel):
         log.debug("%s: ignoring fields this version does not know: %s", cls.__name__, unknown)
         return {k: v for k, v in data.items() if k in known}
 
-    def model_copy(self: A, *, update: Optional[dict[str, Any]] = None, deep: bool = False) -> A:
+    def model_copy(self: A, *, update: dict[str, Any] | None = None, deep: bool = False) -> A:
         """As pydantic's, but an unknown field in ``update`` is an error (pydantic would keep it
         as an attribute that is silently left out when the record is written)."""
         unknown = sorted(set(update or {}) - set(type(self).model_fields))
@@ -105,7 +106,7 @@ class Operation(ArtifactModel):
     operation_name: str
     operation_description: str = ""
     operation_type: Literal["query", "state_change"] = "query"
-    code: Optional[str] = None
+    code: str | None = None
 
 
 class ToolVerdict(ArtifactModel):
@@ -118,10 +119,10 @@ class ToolVerdict(ArtifactModel):
     observation: dict[str, Any] = Field(default_factory=dict)
     state_diff: list[dict[str, Any]] = Field(default_factory=list)
     oracle_violations: list[str] = Field(default_factory=list)
-    llm_verdict: Optional[Literal["Pass", "Warning", "Fail"]] = None
+    llm_verdict: Literal["Pass", "Warning", "Fail"] | None = None
     llm_reason: str = ""
     verdict: Literal["Pass", "Warning", "Fail"] = "Pass"
-    arguments_source: Optional[str] = None  # "derived" (from the state) or "llm"
+    arguments_source: str | None = None  # "derived" (from the state) or "llm"
     warnings: list[str] = Field(default_factory=list)  # soft oracle findings
 
 
@@ -132,7 +133,7 @@ class InspectionReport(ArtifactModel):
     fail_count: int = 0
     score: float = 0.0
     """The keep-rule score: (pass + warning) / rounds over every inspected tool, before pruning."""
-    pruned_score: Optional[float] = None
+    pruned_score: float | None = None
     """The same ratio over the tools left after pruning (None when nothing was pruned)."""
     threshold: float = 0.85
     accepted: bool = False
@@ -140,7 +141,7 @@ class InspectionReport(ArtifactModel):
     """Containers that had a state-changing tool before pruning and have none after it."""
     per_tool: dict[str, list[ToolVerdict]] = Field(default_factory=dict)
     repairs: list[dict[str, Any]] = Field(default_factory=list)
-    checker_agreement: Optional[float] = None
+    checker_agreement: float | None = None
     calibration: dict[str, Any] = Field(default_factory=dict)
     dropped_tools: list[str] = Field(default_factory=list)
     dropped_verdicts: dict[str, list[ToolVerdict]] = Field(default_factory=dict)  # why each was dropped
@@ -179,7 +180,7 @@ class BuildLog(ArtifactModel):
     predicates: list[dict[str, Any]] = Field(default_factory=list)  # rule, status, error
     method_attempts: list[dict[str, Any]] = Field(default_factory=list)  # method, stage, attempt, ok, ...
     dropped_operations: list[str] = Field(default_factory=list)
-    synthesis_error: Optional[str] = None
+    synthesis_error: str | None = None
     synthesis_s: float = 0.0
 
 
@@ -197,14 +198,14 @@ class EnvSpec(Record):
     env_class_code: str
     tools: list[dict[str, Any]] = Field(default_factory=list)
     source_task: str = ""
-    inspection: Optional[InspectionReport] = None
+    inspection: InspectionReport | None = None
     status: Literal["draft", "accepted", "rejected"] = "draft"
-    state_schema: Optional[StateSchema] = None
+    state_schema: StateSchema | None = None
     test_state: dict[str, Any] = Field(default_factory=dict)
     """The state the methods were gated and inspected on (entity container -> id -> record)."""
     predicate_rules: list[str] = Field(default_factory=list)
     """The rule each of ``rule_predicates`` checks, in the same order."""
-    build_log: Optional[BuildLog] = None
+    build_log: BuildLog | None = None
     env_class_def: str = ""
     """Release field: the module text up to the end of ``__init__`` (kept from imported rows)."""
     env_func_details: dict[str, Any] = Field(default_factory=dict)
@@ -224,14 +225,14 @@ class ToolCall(ArtifactModel):
 class ChecklistItem(ArtifactModel):
     check_item: str
     check_func: str = ""
-    initial_value: Optional[bool] = None
-    reference_value: Optional[bool] = None
+    initial_value: bool | None = None
+    reference_value: bool | None = None
 
 
 class ValidationReport(ArtifactModel):
     proven: bool = False
-    reference_reward: Optional[float] = None
-    null_reward: Optional[float] = None
+    reference_reward: float | None = None
+    null_reward: float | None = None
     mutant_rewards: list[float] = Field(default_factory=list)
     reference_errors: list[str] = Field(default_factory=list)
     repairs: list[dict[str, Any]] = Field(default_factory=list)
@@ -259,7 +260,7 @@ class AgentPassRate(ArtifactModel):
     passes: int = 0
     rewards: list[float] = Field(default_factory=list)
     errors: int = 0
-    pass_rate: Optional[float] = None
+    pass_rate: float | None = None
 
 
 class Scenario(Record):
@@ -272,17 +273,17 @@ class Scenario(Record):
     task: str = ""
     checklist_with_func: list[ChecklistItem] = Field(default_factory=list)
     reference_solution: list[ToolCall] = Field(default_factory=list)
-    validation: Optional[ValidationReport] = None
+    validation: ValidationReport | None = None
     status: Literal["state", "task", "checked", "proven", "dropped"] = "state"
     state_warnings: list[str] = Field(default_factory=list)
     """Rules the initial state breaks (``state_rules: record``)."""
     task_notes: list[str] = Field(default_factory=list)
     """Problems of earlier task drafts (``plan_first``)."""
-    state_changing_calls: Optional[int] = None
+    state_changing_calls: int | None = None
     """State-changing calls of the reference (``plan_first``)."""
     lookups: list[LookupRecord] = Field(default_factory=list)
     """Ids the request does not give; the agent must look them up (``plan_first``)."""
-    agent_pass_rate: Optional[AgentPassRate] = None
+    agent_pass_rate: AgentPassRate | None = None
     """How often the configured agent solved it after the proof (``solve_samples``)."""
 
     def model_post_init(self, __context: Any) -> None:
@@ -299,7 +300,7 @@ class Usage(ArtifactModel):
     errors: int = 0
     latency_s: float = 0.0
 
-    def add(self, other: "Usage") -> "Usage":
+    def add(self, other: Usage) -> Usage:
         return Usage(**{k: getattr(self, k) + getattr(other, k) for k in Usage.model_fields})
 
 
@@ -309,7 +310,7 @@ class StepRecord(ArtifactModel):
     name: str
     arguments: dict[str, Any] | str = Field(default_factory=dict)
     observation: dict[str, Any] = Field(default_factory=dict)
-    error_type: Optional[str] = None
+    error_type: str | None = None
     state_diff: list[dict[str, Any]] = Field(default_factory=list)
     state_hash: str = ""
     duration_ms: float = 0.0
@@ -318,7 +319,7 @@ class StepRecord(ArtifactModel):
 class CheckOutcome(ArtifactModel):
     check_item: str = ""
     status: Literal["true", "false", "error"]
-    error: Optional[str] = None
+    error: str | None = None
 
 
 class RewardBreakdown(ArtifactModel):
@@ -326,7 +327,7 @@ class RewardBreakdown(ArtifactModel):
     checks: list[CheckOutcome] = Field(default_factory=list)
     checker_errors: int = 0
     progress: list[float] = Field(default_factory=list)
-    state_match: Optional[bool] = None
+    state_match: bool | None = None
 
 
 class Trajectory(Record):
@@ -338,7 +339,7 @@ class Trajectory(Record):
     mode: Literal["task", "user"] = "task"
     agent_mode: Literal["fc", "text"] = "fc"
     model: str = ""
-    seed: Optional[int] = None
+    seed: int | None = None
     task: str = ""
     tools: list[dict[str, Any]] = Field(default_factory=list)
     messages: list[dict[str, Any]] = Field(default_factory=list)

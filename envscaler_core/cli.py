@@ -4,13 +4,14 @@ Each subcommand lives in its own module that defines ``add_arguments(parser)`` a
 ``run(args) -> int``. Stages list their subcommands as ``{name: (module, help)}`` and the
 modules are imported only when their command runs, so ``--help`` stays fast.
 """
+
 from __future__ import annotations
 
 import argparse
 import importlib
 import logging
 import sys
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 
 class UserError(Exception):

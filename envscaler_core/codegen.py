@@ -4,12 +4,12 @@ Small models wrap code in fences, prose, or JSON strings with broken escapes. We
 block when there is one, else the text, then locate the wanted ``def``/``class`` with ``ast``,
 dedent, and return source that parses — or raise :class:`CodeExtractionError` saying why.
 """
+
 from __future__ import annotations
 
 import ast
 import re
 import textwrap
-from typing import Optional
 
 _BLOCK = re.compile(r"```[ \t]*(?:python|py|Python)?[ \t]*\n(.*?)(?:```|$)", re.S)
 
@@ -23,7 +23,7 @@ def _candidates(text: str) -> list[str]:
     return blocks + [text or ""]
 
 
-def _trim_to_parseable(code: str) -> Optional[str]:
+def _trim_to_parseable(code: str) -> str | None:
     lines = code.rstrip().splitlines()
     while lines:
         candidate = textwrap.dedent("\n".join(lines))
@@ -35,19 +35,18 @@ def _trim_to_parseable(code: str) -> Optional[str]:
     return None
 
 
-def _start_at(code: str, keyword: str, name: Optional[str]) -> str:
+def _start_at(code: str, keyword: str, name: str | None) -> str:
     name_pattern = re.escape(name) if name else r"\w+"
     pattern = re.compile(r"^([ \t]*)" + keyword + r"\s+" + name_pattern + r"\b", re.M)
     match = pattern.search(code)
     if not match:
         return code
-    body = code[match.start():]
-    decorators = re.findall(r"(?:^[ \t]*@.*\n)+$", code[:match.start()], re.M)
+    body = code[match.start() :]
+    decorators = re.findall(r"(?:^[ \t]*@.*\n)+$", code[: match.start()], re.M)
     return (decorators[0] if decorators else "") + body
 
 
-def extract_python(text: str, *, function: Optional[str] = None,
-                   class_name: Optional[str] = None) -> str:
+def extract_python(text: str, *, function: str | None = None, class_name: str | None = None) -> str:
     """Return parseable code containing ``def function`` (or ``class class_name``) if asked."""
     keyword, name = ("def", function) if function else ("class", class_name)
     errors = []
@@ -66,6 +65,6 @@ def extract_python(text: str, *, function: Optional[str] = None,
     raise CodeExtractionError("; ".join(dict.fromkeys(errors)) or "empty answer")
 
 
-def _defines(code: str, keyword: str, name: Optional[str]) -> bool:
+def _defines(code: str, keyword: str, name: str | None) -> bool:
     kinds = (ast.FunctionDef, ast.AsyncFunctionDef) if keyword == "def" else (ast.ClassDef,)
     return any(isinstance(node, kinds) and (name is None or node.name == name) for node in ast.parse(code).body)

@@ -4,11 +4,12 @@ Every stage defines one pydantic model deriving from :class:`StageConfig`. A con
 one section per stage (``skel_builder: {...}``) plus a shared ``llm:`` section, so one preset file
 (``configs/demo.yaml``) configures the whole pipeline.
 """
+
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any, Optional, TypeVar
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -26,9 +27,9 @@ class StageConfig(BaseModel):
     out: Path = Path("runs/latest")
     concurrency: int = 4
     executor: str = "local"
-    ray_address: Optional[str] = None
+    ray_address: str | None = None
     cache: bool = True
-    cache_path: Optional[Path] = None
+    cache_path: Path | None = None
     llm: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     def llm_config(self, role: Role) -> LLMConfig:
@@ -70,8 +71,9 @@ def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def load_config(cls: type[C], section: str, path: Optional[Path | str] = None,
-                overrides: Optional[dict[str, Any]] = None) -> C:
+def load_config(
+    cls: type[C], section: str, path: Path | str | None = None, overrides: dict[str, Any] | None = None
+) -> C:
     """Build a stage config from an optional YAML file and override dict."""
     values: dict[str, Any] = {}
     if path:
@@ -95,8 +97,14 @@ def load_config(cls: type[C], section: str, path: Optional[Path | str] = None,
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     """The common ``--config`` / ``--set`` / ``--out`` / ``--concurrency`` options."""
     parser.add_argument("--config", type=Path, help="YAML config file (stage section + llm)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[],
-                        metavar="KEY=VALUE", help="override a config field (dotted keys ok)")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config field (dotted keys ok)",
+    )
     parser.add_argument("--out", type=Path, help="run directory for artifacts")
     parser.add_argument("--concurrency", type=int, help="work items in flight")
     parser.add_argument("--executor", choices=["local", "ray"], help="local asyncio or Ray")
@@ -104,8 +112,7 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-cache", action="store_true", help="do not use the LLM response cache")
 
 
-def config_from_args(cls: type[C], section: str, args: argparse.Namespace,
-                     **explicit: Any) -> C:
+def config_from_args(cls: type[C], section: str, args: argparse.Namespace, **explicit: Any) -> C:
     """Apply ``--config``, ``--set`` and the common flags (and ``explicit`` fields) in order."""
     overrides = parse_overrides(getattr(args, "overrides", []) or [])
     for field in ("out", "concurrency", "executor", "ray_address"):

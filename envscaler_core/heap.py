@@ -1,4 +1,5 @@
 """Garbage-collector settings for a long run of many small work items."""
+
 from __future__ import annotations
 
 import gc

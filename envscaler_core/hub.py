@@ -6,13 +6,14 @@ A dataset folder holds one sub-folder per config (``<config>/train-00000-of-0000
 each field with its type and meaning, and the counts. :func:`push_to_hub` uploads exactly that
 folder. ``pyarrow``, ``datasets`` and ``huggingface_hub`` are optional: install the ``hub`` extra.
 """
+
 from __future__ import annotations
 
 import importlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import yaml
 
@@ -70,24 +71,40 @@ def _type_name(feature: dict[str, Any]) -> str:
     return "?"
 
 
-def dataset_card(title: str, summary: str, configs: list[HubConfig],
-                 features: dict[str, list[dict[str, Any]]]) -> str:
+def dataset_card(title: str, summary: str, configs: list[HubConfig], features: dict[str, list[dict[str, Any]]]) -> str:
     """README.md: YAML header (configs, features, counts), then schema tables and counts."""
     header = {
-        "configs": [{"config_name": c.name, "data_files": [{"split": SPLIT, "path": parquet_name(c.name)}]}
-                    for c in configs],
-        "dataset_info": [{"config_name": c.name, "features": features[c.name],
-                          "splits": [{"name": SPLIT, "num_examples": len(c.rows)}]} for c in configs],
+        "configs": [
+            {"config_name": c.name, "data_files": [{"split": SPLIT, "path": parquet_name(c.name)}]} for c in configs
+        ],
+        "dataset_info": [
+            {
+                "config_name": c.name,
+                "features": features[c.name],
+                "splits": [{"name": SPLIT, "num_examples": len(c.rows)}],
+            }
+            for c in configs
+        ],
     }
-    lines = ["---", yaml.safe_dump(header, sort_keys=False).rstrip(), "---", "", f"# {title}", "",
-             summary, "", "| config | rows |", "|---|---|"]
+    lines = [
+        "---",
+        yaml.safe_dump(header, sort_keys=False).rstrip(),
+        "---",
+        "",
+        f"# {title}",
+        "",
+        summary,
+        "",
+        "| config | rows |",
+        "|---|---|",
+    ]
     lines += [f"| `{c.name}` | {len(c.rows)} |" for c in configs]
     for config in configs:
-        lines += ["", f"## `{config.name}`", "", config.description, "",
-                  "| field | type | meaning |", "|---|---|---|"]
-        lines += [f"| `{f['name']}` | {_type_name(f)} | {config.fields.get(f['name'], '')} |"
-                  for f in features[config.name]]
-    lines += ["", "Load it with `datasets.load_dataset(\"<this folder or repo>\", \"<config>\")`."]
+        lines += ["", f"## `{config.name}`", "", config.description, "", "| field | type | meaning |", "|---|---|---|"]
+        lines += [
+            f"| `{f['name']}` | {_type_name(f)} | {config.fields.get(f['name'], '')} |" for f in features[config.name]
+        ]
+    lines += ["", 'Load it with `datasets.load_dataset("<this folder or repo>", "<config>")`.']
     return "\n".join(lines) + "\n"
 
 
@@ -111,7 +128,7 @@ def upload_files(folder: Path) -> list[str]:
     return [str(p.relative_to(folder)) for p in found if p.exists()]
 
 
-def hub_token() -> Optional[str]:
+def hub_token() -> str | None:
     """The configured Hugging Face token (``HF_TOKEN`` or a saved login), if any."""
     token = os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN")
     if token:
@@ -123,11 +140,18 @@ def push_to_hub(folder: Path, repo_id: str, *, private: bool = False) -> str:
     """Upload ``folder`` (its :func:`upload_files`) as dataset repo ``repo_id``; returns its URL."""
     token = hub_token()
     if not token:
-        raise UserError(f"no Hugging Face token configured (set HF_TOKEN or run `hf auth login`); "
-                        f"the dataset folder to push is ready at {folder}")
+        raise UserError(
+            f"no Hugging Face token configured (set HF_TOKEN or run `hf auth login`); "
+            f"the dataset folder to push is ready at {folder}"
+        )
     hub = require("huggingface_hub")
     api = hub.HfApi(token=token)
     api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
-    api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="dataset",
-                      allow_patterns=upload_files(folder), commit_message="EnvScaler export")
+    api.upload_folder(
+        folder_path=str(folder),
+        repo_id=repo_id,
+        repo_type="dataset",
+        allow_patterns=upload_files(folder),
+        commit_message="EnvScaler export",
+    )
     return f"https://huggingface.co/datasets/{repo_id}"

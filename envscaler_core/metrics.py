@@ -8,12 +8,13 @@
 * A paired comparison of two runs on the same tasks that says whether the difference is within
   noise (the bootstrap interval of the difference contains zero).
 """
+
 from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Optional, Sequence
 
 
 def pass_hat_k(successes: int, trials: int, k: int) -> float:
@@ -34,12 +35,10 @@ def pass_hat_k(successes: int, trials: int, k: int) -> float:
 
 def per_task_pass_hat_k(counts: Mapping[str, tuple[int, int]], k: int) -> dict[str, float]:
     """pass^k of every task whose trial count allows it (``n >= k``)."""
-    return {task_id: pass_hat_k(successes, trials, k)
-            for task_id, (successes, trials) in counts.items() if trials >= k}
+    return {task_id: pass_hat_k(successes, trials, k) for task_id, (successes, trials) in counts.items() if trials >= k}
 
 
-def pass_hat_k_table(counts: Mapping[str, tuple[int, int]],
-                     k_max: Optional[int] = None) -> dict[int, float]:
+def pass_hat_k_table(counts: Mapping[str, tuple[int, int]], k_max: int | None = None) -> dict[int, float]:
     """``{k: mean pass^k over tasks with at least k trials}`` for k = 1..k_max (default max n)."""
     k_max = k_max or max((n for _, n in counts.values()), default=0)
     table = {}
@@ -54,16 +53,20 @@ def mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else float("nan")
 
 
-def bootstrap_ci(values: Sequence[float], *, stat: Callable[[Sequence[float]], float] = mean,
-                 n_resamples: int = 2000, confidence: float = 0.95,
-                 seed: int = 0) -> tuple[float, float]:
+def bootstrap_ci(
+    values: Sequence[float],
+    *,
+    stat: Callable[[Sequence[float]], float] = mean,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float]:
     """Percentile bootstrap interval of ``stat`` over ``values`` (resampled with replacement)."""
     if not values:
         return (float("nan"), float("nan"))
     rng = random.Random(seed)
     size = len(values)
-    stats = sorted(stat([values[rng.randrange(size)] for _ in range(size)])
-                   for _ in range(n_resamples))
+    stats = sorted(stat([values[rng.randrange(size)] for _ in range(size)]) for _ in range(n_resamples))
     tail = (1.0 - confidence) / 2.0
     low = stats[math.floor(tail * (n_resamples - 1))]
     high = stats[math.ceil((1.0 - tail) * (n_resamples - 1))]
@@ -81,12 +84,12 @@ class PassK:
     tasks: int
 
     def as_dict(self) -> dict:
-        return {"k": self.k, "value": self.value, "ci_low": self.ci_low,
-                "ci_high": self.ci_high, "tasks": self.tasks}
+        return {"k": self.k, "value": self.value, "ci_low": self.ci_low, "ci_high": self.ci_high, "tasks": self.tasks}
 
 
-def pass_hat_k_curve(counts: Mapping[str, tuple[int, int]], k_max: Optional[int] = None, *,
-                     n_resamples: int = 2000, seed: int = 0) -> list[PassK]:
+def pass_hat_k_curve(
+    counts: Mapping[str, tuple[int, int]], k_max: int | None = None, *, n_resamples: int = 2000, seed: int = 0
+) -> list[PassK]:
     """pass^k for k = 1..k_max (default: the largest trial count) with bootstrap intervals.
 
     Args:
@@ -126,20 +129,33 @@ class PairedComparison:
         return self.ci_low <= 0.0 <= self.ci_high
 
     def as_dict(self) -> dict:
-        return {"tasks": self.tasks, "mean_a": self.mean_a, "mean_b": self.mean_b,
-                "diff": self.diff, "ci_low": self.ci_low, "ci_high": self.ci_high,
-                "within_noise": self.within_noise, "only_in_a": self.only_in_a,
-                "only_in_b": self.only_in_b}
+        return {
+            "tasks": self.tasks,
+            "mean_a": self.mean_a,
+            "mean_b": self.mean_b,
+            "diff": self.diff,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "within_noise": self.within_noise,
+            "only_in_a": self.only_in_a,
+            "only_in_b": self.only_in_b,
+        }
 
 
-def paired_comparison(a: Mapping[str, float], b: Mapping[str, float], *,
-                      n_resamples: int = 2000, confidence: float = 0.95,
-                      seed: int = 0) -> PairedComparison:
+def paired_comparison(
+    a: Mapping[str, float], b: Mapping[str, float], *, n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0
+) -> PairedComparison:
     """Paired bootstrap over the common tasks of two runs (per-task scores in [0, 1])."""
     common = sorted(set(a) & set(b))
     diffs = [b[t] - a[t] for t in common]
     low, high = bootstrap_ci(diffs, n_resamples=n_resamples, confidence=confidence, seed=seed)
     return PairedComparison(
-        tasks=len(common), mean_a=mean([a[t] for t in common]),
-        mean_b=mean([b[t] for t in common]), diff=mean(diffs), ci_low=low, ci_high=high,
-        only_in_a=len(set(a) - set(b)), only_in_b=len(set(b) - set(a)))
+        tasks=len(common),
+        mean_a=mean([a[t] for t in common]),
+        mean_b=mean([b[t] for t in common]),
+        diff=mean(diffs),
+        ci_low=low,
+        ci_high=high,
+        only_in_a=len(set(a) - set(b)),
+        only_in_b=len(set(b) - set(a)),
+    )

@@ -8,11 +8,13 @@ Release rows are read from ``.json`` (dict or list), ``.jsonl`` and ``.parquet``
 files; needs pyarrow). Our own JSONL artifacts are read by the same functions, so every command
 accepts both. :mod:`envscaler_core.release_layout` writes the Hub layout.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -55,8 +57,12 @@ def _original_env(path: Path, key: str, item: dict[str, Any]) -> EnvSpec:
     try:
         return EnvSpec.from_stored(item)
     except ValidationError as exc:
-        raise ArtifactError(path, 0, f"env {env_id!r} is not a valid environment: {exc.errors()[0]['msg']} "
-                                     f"at {'.'.join(map(str, exc.errors()[0]['loc']))}") from None
+        raise ArtifactError(
+            path,
+            0,
+            f"env {env_id!r} is not a valid environment: {exc.errors()[0]['msg']} "
+            f"at {'.'.join(map(str, exc.errors()[0]['loc']))}",
+        ) from None
 
 
 def _ours(path: Path) -> bool:
@@ -114,9 +120,17 @@ def load_scenarios(path: Path | str) -> list[Scenario]:
     return scenarios
 
 
-_ENV_EXPORT_FIELDS = ("env_id", "environment_summary", "environment_introduction",
-                      "state_space_definition", "constraints_rules", "operation_list",
-                      "env_class_name", "env_class_code", "tools")
+_ENV_EXPORT_FIELDS = (
+    "env_id",
+    "environment_summary",
+    "environment_introduction",
+    "state_space_definition",
+    "constraints_rules",
+    "operation_list",
+    "env_class_name",
+    "env_class_code",
+    "tools",
+)
 
 
 def export_env_metadata(envs: Iterable[EnvSpec]) -> dict[str, dict[str, Any]]:
@@ -136,10 +150,16 @@ def export_scenarios(scenarios: Iterable[Scenario], with_checkers: bool) -> list
     """The original RL (``with_checkers``) or SFT scenario list."""
     out = []
     for s in scenarios:
-        record = {"env_id": s.env_id, "env_class_name": s.env_class_name, "task_id": s.task_id,
-                  "init_config": s.init_config, "task": s.task}
+        record = {
+            "env_id": s.env_id,
+            "env_class_name": s.env_class_name,
+            "task_id": s.task_id,
+            "init_config": s.init_config,
+            "task": s.task,
+        }
         if with_checkers:
             record["checklist_with_func"] = [
-                {"check_item": c.check_item, "check_func": c.check_func} for c in s.checklist_with_func]
+                {"check_item": c.check_item, "check_func": c.check_func} for c in s.checklist_with_func
+            ]
         out.append(record)
     return out

@@ -1,22 +1,30 @@
 """Progress bars and end-of-command summary tables."""
+
 from __future__ import annotations
 
 import sys
-from typing import Any, Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from tqdm import tqdm
 
 
-def progress_bar(total: Optional[int] = None, desc: str = "", unit: str = "item") -> tqdm:
+def progress_bar(total: int | None = None, desc: str = "", unit: str = "item") -> tqdm:
     """A tqdm bar on stderr; quiet when ENVSCALER_NO_PROGRESS is set."""
     import os
 
-    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True,
-                disable=bool(os.environ.get("ENVSCALER_NO_PROGRESS")), mininterval=0.5)
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit=unit,
+        file=sys.stderr,
+        dynamic_ncols=True,
+        disable=bool(os.environ.get("ENVSCALER_NO_PROGRESS")),
+        mininterval=0.5,
+    )
 
 
-def format_table(title: str, rows: Sequence[Sequence[Any]],
-                 header: Optional[Sequence[str]] = None) -> str:
+def format_table(title: str, rows: Sequence[Sequence[Any]], header: Sequence[str] | None = None) -> str:
     """A plain-text table (works in logs and CI output)."""
     all_rows = [list(map(_fmt, r)) for r in ([header] if header else []) + list(rows)]
     if not all_rows:
@@ -30,8 +38,7 @@ def format_table(title: str, rows: Sequence[Sequence[Any]],
     return "\n".join(lines)
 
 
-def print_table(title: str, rows: Iterable[Sequence[Any]],
-                header: Optional[Sequence[str]] = None) -> None:
+def print_table(title: str, rows: Iterable[Sequence[Any]], header: Sequence[str] | None = None) -> None:
     print(format_table(title, list(rows), header), flush=True)
 
 

@@ -3,6 +3,7 @@
 Templates use ``$name`` placeholders (``string.Template``) so that JSON and code braces in a
 prompt need no escaping. A missing placeholder value is an error, never a silent blank.
 """
+
 from __future__ import annotations
 
 import functools
@@ -11,7 +12,7 @@ from string import Template
 from typing import Any
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _template(package: str, name: str) -> Template:
     text = importlib.resources.files(package).joinpath("prompts", name).read_text(encoding="utf-8")
     return Template(text)

@@ -12,28 +12,40 @@ resume after a crash of the driver works as with the local executor. LLM usage m
 the actors is shipped back with the outcomes and merged into the stage's meter. The embedded
 endpoint's URL and the ``OPENAI_*`` settings are forwarded so workers never start their own model.
 """
+
 from __future__ import annotations
 
 import math
 import os
-from typing import Any, Callable, Iterator, Optional
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from envscaler_core.artifacts import Usage
 from envscaler_core.llm import usage as usage_module
 from envscaler_core.progress import progress_bar
 
-_FORWARDED_ENV = ("ENVSCALER_EMBEDDED_URL", "ENVSCALER_EMBEDDED_SHA256", "OPENAI_BASE_URL",
-                  "OPENAI_API_KEY", "OPENAI_MODEL", "USER_OPENAI_BASE_URL", "USER_OPENAI_API_KEY",
-                  "USER_OPENAI_MODEL", "ENVSCALER_NO_PROGRESS", "PYTHONPATH")
-Outcome = tuple[str, Any, Optional[str]]
+_FORWARDED_ENV = (
+    "ENVSCALER_EMBEDDED_URL",
+    "ENVSCALER_EMBEDDED_SHA256",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_MODEL",
+    "USER_OPENAI_BASE_URL",
+    "USER_OPENAI_API_KEY",
+    "USER_OPENAI_MODEL",
+    "ENVSCALER_NO_PROGRESS",
+    "PYTHONPATH",
+)
+Outcome = tuple[str, Any, str | None]
 
 
 def _require_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise RuntimeError("--executor ray needs Ray: pip install -r requirements-ray.txt "
-                           "(or `make setup-ray`)") from None
+        raise RuntimeError(
+            "--executor ray needs Ray: pip install -r requirements-ray.txt (or `make setup-ray`)"
+        ) from None
     return ray
 
 
@@ -44,10 +56,15 @@ def forwarded_env() -> dict[str, str]:
     return env
 
 
-def _init(ray: Any, address: Optional[str]) -> None:
+def _init(ray: Any, address: str | None) -> None:
     if not ray.is_initialized():
-        ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                 runtime_env={"env_vars": forwarded_env()}, ignore_reinit_error=True)
+        ray.init(
+            address=address,
+            include_dashboard=False,
+            log_to_driver=False,
+            runtime_env={"env_vars": forwarded_env()},
+            ignore_reinit_error=True,
+        )
 
 
 def share_embedded_endpoint(config: Any) -> None:
@@ -81,9 +98,9 @@ class StageActor:
     """
 
     def __init__(self, work: Callable) -> None:
-        self._work: Optional[Callable] = work
+        self._work: Callable | None = work
 
-    async def run(self, payload: Any) -> tuple[Any, Optional[str], dict[str, dict]]:
+    async def run(self, payload: Any) -> tuple[Any, str | None, dict[str, dict]]:
         """One item: ``(result, error, usage since the last drain)``; never raises."""
         try:
             if self._work is None:
@@ -127,7 +144,7 @@ class _Dispatcher:
             self.pending[self.actors[index].run.remote(payload)] = (item_id, index)
             self.load[index] += 1
 
-    def next_outcome(self) -> tuple[str, Any, Optional[str], dict]:
+    def next_outcome(self) -> tuple[str, Any, str | None, dict]:
         ready, _ = self.ray.wait(list(self.pending), num_returns=1)
         item_id, index = self.pending.pop(ready[0])
         self.load[index] -= 1
@@ -138,15 +155,21 @@ class _Dispatcher:
         return item_id, result, error, usage
 
 
-def _merge(meter: Optional[usage_module.UsageMeter], usage: dict[str, dict]) -> None:
+def _merge(meter: usage_module.UsageMeter | None, usage: dict[str, dict]) -> None:
     if meter is not None:
         for label, values in usage.items():
             meter.record(label, Usage(**values))
 
 
-def run_on_ray(todo: list[tuple[str, Any]], work: Callable, address: Optional[str], desc: str,
-               meter: Optional[usage_module.UsageMeter] = None, *,
-               concurrency: int = 8) -> Iterator[Outcome]:
+def run_on_ray(
+    todo: list[tuple[str, Any]],
+    work: Callable,
+    address: str | None,
+    desc: str,
+    meter: usage_module.UsageMeter | None = None,
+    *,
+    concurrency: int = 8,
+) -> Iterator[Outcome]:
     """Run every ``(item_id, payload)`` on stage actors; yield ``(id, result, error)`` as they finish.
 
     Args:
@@ -164,8 +187,9 @@ def run_on_ray(todo: list[tuple[str, Any]], work: Callable, address: Optional[st
     actor_cls = ray.remote(max_restarts=-1, max_task_retries=1)(StageActor)
     count = actor_count(ray, len(todo), concurrency)
     work_ref = ray.put(work)
-    options = dict(num_cpus=1, max_concurrency=math.ceil(concurrency / count),
-                   runtime_env={"env_vars": forwarded_env()})
+    options = dict(
+        num_cpus=1, max_concurrency=math.ceil(concurrency / count), runtime_env={"env_vars": forwarded_env()}
+    )
     actors = [actor_cls.options(**options).remote(work_ref) for _ in range(count)]
     dispatcher, queue = _Dispatcher(ray, actors, concurrency), list(reversed(todo))
     bar = progress_bar(total=len(todo), desc=f"{desc} (ray)")
@@ -182,7 +206,7 @@ def run_on_ray(todo: list[tuple[str, Any]], work: Callable, address: Optional[st
         _shutdown(ray, actors, meter)
 
 
-def _shutdown(ray: Any, actors: list, meter: Optional[usage_module.UsageMeter]) -> None:
+def _shutdown(ray: Any, actors: list, meter: usage_module.UsageMeter | None) -> None:
     closing = [actor.close.remote() for actor in actors]
     for ref in closing:
         try:

@@ -6,11 +6,12 @@ The release keeps nested values as JSON *strings*: an environment's ``tools`` an
 :mod:`envscaler_core.original_format` (which decodes them); this module writes them, under the
 release's field names, and says what each field means (for dataset cards).
 """
+
 from __future__ import annotations
 
 import ast
 import json
-from typing import Any, Optional
+from typing import Any
 
 from envscaler_core.artifacts import EnvSpec, Scenario, Trajectory
 
@@ -34,7 +35,7 @@ SCENARIO_FIELDS = {
     "init_config": "JSON string: initial state, keys = the class's state attributes",
     "task": "the task given to the agent (or the simulated user)",
     "checklist_with_func": "JSON string: [{check_item, check_func}], `def check_func(final_state)` "
-                           "returning a bool; `initial_state` is a global when it runs",
+    "returning a bool; `initial_state` is a global when it runs",
 }
 TRAJECTORY_FIELDS = {
     "traj_type": "`conversation` (with a simulated user) or `non_conversation`",
@@ -50,7 +51,7 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _class_node(tree: ast.Module, class_name: str) -> Optional[ast.ClassDef]:
+def _class_node(tree: ast.Module, class_name: str) -> ast.ClassDef | None:
     return next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name), None)
 
 
@@ -64,9 +65,16 @@ def _parameters(args: ast.arguments) -> list[dict[str, Any]]:
     out += [(a, d, "kwonly") for a, d in zip(args.kwonlyargs, args.kw_defaults)]
     if args.kwarg:
         out.append((args.kwarg, None, "kwarg"))
-    return [{"name": a.arg, "type": ast.unparse(a.annotation) if a.annotation else None,
-             "default": ast.unparse(d) if d is not None else None, "kind": kind}
-            for a, d, kind in out if a.arg != "self"]
+    return [
+        {
+            "name": a.arg,
+            "type": ast.unparse(a.annotation) if a.annotation else None,
+            "default": ast.unparse(d) if d is not None else None,
+            "kind": kind,
+        }
+        for a, d, kind in out
+        if a.arg != "self"
+    ]
 
 
 def func_details(code: str, class_name: str) -> dict[str, Any]:
@@ -77,18 +85,22 @@ def func_details(code: str, class_name: str) -> dict[str, Any]:
     for item in node.body if node else []:
         if isinstance(item, ast.FunctionDef) and item.name != "__init__":
             details[item.name] = {
-                "signature": {"parameters": _parameters(item.args),
-                              "return": ast.unparse(item.returns) if item.returns else None},
+                "signature": {
+                    "parameters": _parameters(item.args),
+                    "return": ast.unparse(item.returns) if item.returns else None,
+                },
                 "doc": ast.get_docstring(item) or "",
-                "source_code": ast.get_source_segment(code, item) or ""}
+                "source_code": ast.get_source_segment(code, item) or "",
+            }
     return details
 
 
 def class_def(code: str, class_name: str) -> str:
     """``env_class_def``: the module text from its start to the end of ``__init__``."""
     node = _class_node(ast.parse(code), class_name)
-    init = next((i for i in (node.body if node else []) if isinstance(i, ast.FunctionDef)
-                 and i.name == "__init__"), None)
+    init = next(
+        (i for i in (node.body if node else []) if isinstance(i, ast.FunctionDef) and i.name == "__init__"), None
+    )
     end = (init or node).end_lineno if node else None
     return "\n".join(code.splitlines()[:end]) + "\n" if end else code
 
@@ -100,12 +112,19 @@ def env_row(env: EnvSpec) -> dict[str, Any]:
         "env_id": env.env_id or env.id,
         "environment_summary": env.environment_summary,
         "environment_introduction": env.environment_introduction,
-        "state_space_definition": [{"entity": e.entity, "attributes": ", ".join(e.attributes),
-                                    "description": e.description} for e in env.state_space_definition],
+        "state_space_definition": [
+            {"entity": e.entity, "attributes": ", ".join(e.attributes), "description": e.description}
+            for e in env.state_space_definition
+        ],
         "constraints_rules": list(env.constraints_rules),
-        "operation_list": [{"operation_name": o.operation_name,
-                            "operation_description": o.operation_description,
-                            "operation_type": o.operation_type} for o in env.operation_list],
+        "operation_list": [
+            {
+                "operation_name": o.operation_name,
+                "operation_description": o.operation_description,
+                "operation_type": o.operation_type,
+            }
+            for o in env.operation_list
+        ],
         "env_class_name": env.env_class_name,
         "env_class_code": env.env_class_code,
         "env_class_def": env.env_class_def or class_def(env.env_class_code, env.env_class_name),
@@ -116,11 +135,17 @@ def env_row(env: EnvSpec) -> dict[str, Any]:
 
 def scenario_row(scenario: Scenario, with_checkers: bool) -> dict[str, Any]:
     """One scenario as a release row (SFT without, RL with ``checklist_with_func``)."""
-    row = {"env_id": scenario.env_id, "env_class_name": scenario.env_class_name,
-           "task_id": scenario.task_id, "init_config": _dumps(scenario.init_config), "task": scenario.task}
+    row = {
+        "env_id": scenario.env_id,
+        "env_class_name": scenario.env_class_name,
+        "task_id": scenario.task_id,
+        "init_config": _dumps(scenario.init_config),
+        "task": scenario.task,
+    }
     if with_checkers:
-        row["checklist_with_func"] = _dumps([{"check_item": c.check_item, "check_func": c.check_func}
-                                             for c in scenario.checklist_with_func])
+        row["checklist_with_func"] = _dumps(
+            [{"check_item": c.check_item, "check_func": c.check_func} for c in scenario.checklist_with_func]
+        )
     return row
 
 
@@ -128,11 +153,9 @@ def trajectory_row(trajectory: Trajectory) -> dict[str, Any]:
     """One trajectory as a row of the release's SFT trajectory set."""
     return {
         "traj_type": "conversation" if trajectory.mode == "user" else "non_conversation",
-        "task_info": {"env_id": trajectory.env_id, "task_id": trajectory.scenario_id,
-                      "task": trajectory.task},
+        "task_info": {"env_id": trajectory.env_id, "task_id": trajectory.scenario_id, "task": trajectory.task},
         "tools": _dumps(trajectory.tools),
         "messages": _dumps(trajectory.messages),
         "user_messages": _dumps(trajectory.user_messages),
         "steps": len(trajectory.steps),
     }
-

@@ -5,6 +5,7 @@ runs the rest with bounded concurrency (locally with asyncio, or on a Ray cluste
 result atomically as it completes, and records items that fail after their retry budget in
 ``failures.jsonl`` so that running the stage again retries exactly those.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -12,10 +13,11 @@ import importlib.metadata
 import logging
 import platform
 import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Generic, Iterable, Optional, Sequence, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -30,7 +32,7 @@ from envscaler_core.runtime import posture as sandbox_posture
 from envscaler_core.store import JsonlStore, read_json, write_json_atomic
 
 log = logging.getLogger(__name__)
-Work = Callable[[Any], Awaitable[Optional[Sequence[BaseModel] | BaseModel]]]
+Work = Callable[[Any], Awaitable[Sequence[BaseModel] | BaseModel | None]]
 _PACKAGES = ("openai", "pydantic", "xllamacpp", "gradio", "ray", "jsonpatch")
 
 
@@ -46,7 +48,7 @@ class StageContext(Generic[C]):
     config: C
     meter: UsageMeter = field(default_factory=UsageMeter)
     started: float = field(default_factory=time.monotonic)
-    _cache: Optional[ResponseCache] = None
+    _cache: ResponseCache | None = None
     _clients: dict[str, LLMClient] = field(default_factory=dict)
 
     @property
@@ -55,7 +57,7 @@ class StageContext(Generic[C]):
         path.mkdir(parents=True, exist_ok=True)
         return path
 
-    def store(self, kind: str, model: type[BaseModel], path: Optional[Path] = None) -> JsonlStore:
+    def store(self, kind: str, model: type[BaseModel], path: Path | None = None) -> JsonlStore:
         return JsonlStore(path or self.out / ARTIFACT_FILES[kind], model)
 
     @property
@@ -68,8 +70,7 @@ class StageContext(Generic[C]):
             config = self.config.llm_config(role)  # type: ignore[arg-type]  # roles come as str; an unknown one gets the defaults
             if config.cache and self._cache is None:
                 self._cache = ResponseCache(self.config.resolved_cache_path())
-            self._clients[role] = LLMClient(config, cache=self._cache, meter=self.meter,
-                                            label=f"{self.name}.{role}")
+            self._clients[role] = LLMClient(config, cache=self._cache, meter=self.meter, label=f"{self.name}.{role}")
         return self._clients[role]
 
     def wall_s(self) -> float:
@@ -86,9 +87,16 @@ class ItemStats:
     failures: list[FailureRecord] = field(default_factory=list)
 
 
-async def process_items(ctx: StageContext, items: Iterable[tuple[str, Any]], work: Work,
-                        store: JsonlStore, *, done: Iterable[str] = (), desc: str = "",
-                        concurrency: Optional[int] = None) -> ItemStats:
+async def process_items(
+    ctx: StageContext,
+    items: Iterable[tuple[str, Any]],
+    work: Work,
+    store: JsonlStore,
+    *,
+    done: Iterable[str] = (),
+    desc: str = "",
+    concurrency: int | None = None,
+) -> ItemStats:
     """Run ``work`` on every ``(item_id, payload)`` not in ``done``; append results to ``store``."""
     items = list(items)
     done_set = set(done)
@@ -99,8 +107,14 @@ async def process_items(ctx: StageContext, items: Iterable[tuple[str, Any]], wor
 
         if todo:
             share_embedded_endpoint(ctx.config)
-        outcomes = run_on_ray(todo, work, ctx.config.ray_address, desc or ctx.name, ctx.meter,
-                              concurrency=concurrency or ctx.config.concurrency)
+        outcomes = run_on_ray(
+            todo,
+            work,
+            ctx.config.ray_address,
+            desc or ctx.name,
+            ctx.meter,
+            concurrency=concurrency or ctx.config.concurrency,
+        )
         for item_id, result, error in outcomes:  # appended as they arrive: resumable
             _record(ctx, store, stats, item_id, result, error)
         return stats
@@ -130,8 +144,9 @@ async def process_items(ctx: StageContext, items: Iterable[tuple[str, Any]], wor
     return stats
 
 
-def _record(ctx: StageContext, store: JsonlStore, stats: ItemStats, item_id: str,
-            result: Any, error: Optional[str]) -> None:
+def _record(
+    ctx: StageContext, store: JsonlStore, stats: ItemStats, item_id: str, result: Any, error: str | None
+) -> None:
     if error is not None:
         failure = FailureRecord(id=f"{ctx.name}:{item_id}", stage=ctx.name, reason=error[:2000])
         ctx.failures.append(failure)

@@ -21,16 +21,25 @@ Used by rollouts (``rollout.rewards.ChecklistReward``), the scenario proof, the 
 Checkers, replays and progress checks run on the sandbox's one-shot workers, never on session
 workers, so scoring never waits for an episode's session.
 """
+
 from __future__ import annotations
 
 import collections
 import threading
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any
 
-from envscaler_core.artifacts import (ChecklistItem, CheckOutcome, EnvSpec, RewardBreakdown, Scenario,
-                                      StepRecord, content_id)
+from envscaler_core.artifacts import (
+    ChecklistItem,
+    CheckOutcome,
+    EnvSpec,
+    RewardBreakdown,
+    Scenario,
+    StepRecord,
+    content_id,
+)
 from envscaler_core.runtime import Sandbox, apply_diff, state_hash
 
 __all__ = ["ReferenceReplay", "Score", "Scorer", "has_checkers", "premature_stop", "share_true"]
@@ -42,9 +51,9 @@ CACHE_SIZE = 4096
 class ReferenceReplay:
     """The outcome of replaying a reference solution."""
 
-    state_hash: Optional[str]
+    state_hash: str | None
     changing_calls: list[str]
-    error: Optional[str] = None
+    error: str | None = None
 
 
 @dataclass
@@ -62,8 +71,9 @@ def share_true(checks: Sequence[Any]) -> float:
 
 def _cacheable(outcomes: Sequence[CheckOutcome]) -> bool:
     """Timeouts and busy pools are load-dependent: such results are never cached."""
-    return not any(c.status == "error" and ("did not return" in (c.error or "") or "not run" in (c.error or ""))
-                   for c in outcomes)
+    return not any(
+        c.status == "error" and ("did not return" in (c.error or "") or "not run" in (c.error or "")) for c in outcomes
+    )
 
 
 def has_checkers(scenario: Scenario) -> bool:
@@ -71,7 +81,7 @@ def has_checkers(scenario: Scenario) -> bool:
     return bool(scenario.checklist_with_func) and all(c.check_func for c in scenario.checklist_with_func)
 
 
-def premature_stop(termination: str, steps: Sequence[StepRecord], reference: Optional[ReferenceReplay]) -> bool:
+def premature_stop(termination: str, steps: Sequence[StepRecord], reference: ReferenceReplay | None) -> bool:
     """Whether a user stop came before the agent made the decisive state change."""
     if termination != "user_stop":
         return False
@@ -91,8 +101,8 @@ class Scorer:
 
     def __init__(self, sandbox: Sandbox, cache_size: int = CACHE_SIZE) -> None:
         self.sandbox, self.cache_size = sandbox, cache_size
-        self._cache: "collections.OrderedDict[tuple[str, str, str], list[CheckOutcome]]" = collections.OrderedDict()
-        self._references: dict[str, Optional[ReferenceReplay]] = {}
+        self._cache: collections.OrderedDict[tuple[str, str, str], list[CheckOutcome]] = collections.OrderedDict()
+        self._references: dict[str, ReferenceReplay | None] = {}
         self._pending: dict[tuple[str, str, str], Future] = {}
         self._lock = threading.Lock()
         self._reference_locks: dict[str, threading.Lock] = collections.defaultdict(threading.Lock)
@@ -108,8 +118,9 @@ class Scorer:
             self._cache.clear()
 
     # ------------------------------------------------------------------ checks
-    def checks(self, checklist: Sequence[ChecklistItem], final: dict, initial: dict,
-               hashes: Optional[tuple[str, str]] = None) -> list[CheckOutcome]:
+    def checks(
+        self, checklist: Sequence[ChecklistItem], final: dict, initial: dict, hashes: tuple[str, str] | None = None
+    ) -> list[CheckOutcome]:
         """Each checklist item's checker on (``final``, ``initial``), in order; never raises.
 
         ``hashes``: (initial, final) state hashes when the caller has them. Concurrent calls with
@@ -117,8 +128,9 @@ class Scorer:
         same states at the same time, and without this they all missed the cache at once."""
         return [c.model_copy() for c in self._verdicts(checklist, final, initial, hashes)]
 
-    def _verdicts(self, checklist: Sequence[ChecklistItem], final: dict, initial: dict,
-                  hashes: Optional[tuple[str, str]] = None) -> list[CheckOutcome]:
+    def _verdicts(
+        self, checklist: Sequence[ChecklistItem], final: dict, initial: dict, hashes: tuple[str, str] | None = None
+    ) -> list[CheckOutcome]:
         """:meth:`checks` without the copies: the cached outcomes themselves, not to be changed
         (for callers that only read them)."""
         funcs = [c.check_func for c in checklist]
@@ -148,26 +160,42 @@ class Scorer:
                         self._cache.popitem(last=False)
         return outcomes
 
-    def _run_checks(self, checklist: Sequence[ChecklistItem], funcs: list[str], final: dict,
-                    initial: dict) -> list[CheckOutcome]:
+    def _run_checks(
+        self, checklist: Sequence[ChecklistItem], funcs: list[str], final: dict, initial: dict
+    ) -> list[CheckOutcome]:
         results = self.sandbox.check(funcs, final, initial)
-        return [CheckOutcome(check_item=item.check_item, status=r.status, error=r.error)
-                for item, r in zip(checklist, results)]
+        return [
+            CheckOutcome(check_item=item.check_item, status=r.status, error=r.error)
+            for item, r in zip(checklist, results)
+        ]
 
-    def share(self, checklist: Sequence[ChecklistItem], state: dict, initial: dict,
-              hashes: Optional[tuple[str, str]] = None) -> float:
+    def share(
+        self, checklist: Sequence[ChecklistItem], state: dict, initial: dict, hashes: tuple[str, str] | None = None
+    ) -> float:
         """The checklist pass share on ``state``."""
         return share_true(self._verdicts(checklist, state, initial, hashes))
 
-    def progress(self, checklist: Sequence[ChecklistItem], initial: dict, steps: Sequence[StepRecord],
-                 known: Optional[dict[str, float]] = None, initial_hash: Optional[str] = None) -> list[float]:
+    def progress(
+        self,
+        checklist: Sequence[ChecklistItem],
+        initial: dict,
+        steps: Sequence[StepRecord],
+        known: dict[str, float] | None = None,
+        initial_hash: str | None = None,
+    ) -> list[float]:
         """The pass share after every step (states rebuilt from the steps' diffs; a state is hashed
         only when a step changed it, and ``initial`` is never modified: ``apply_diff`` copies)."""
         initial_hash = initial_hash or state_hash(initial)
         return self._shares(checklist, initial, initial_hash, _step_states(initial, initial_hash, steps), known)
 
-    def _shares(self, checklist: Sequence[ChecklistItem], initial: dict, initial_hash: str,
-                states: list[tuple[str, dict]], known: Optional[dict[str, float]]) -> list[float]:
+    def _shares(
+        self,
+        checklist: Sequence[ChecklistItem],
+        initial: dict,
+        initial_hash: str,
+        states: list[tuple[str, dict]],
+        known: dict[str, float] | None,
+    ) -> list[float]:
         by_hash, shares = dict(known or {}), []
         for key, state in states:
             if key not in by_hash:
@@ -175,8 +203,14 @@ class Scorer:
             shares.append(by_hash[key])
         return shares
 
-    def _check_ahead(self, checklist: Sequence[ChecklistItem], initial: dict, initial_hash: str,
-                     states: list[tuple[str, dict]], skip: str) -> None:
+    def _check_ahead(
+        self,
+        checklist: Sequence[ChecklistItem],
+        initial: dict,
+        initial_hash: str,
+        states: list[tuple[str, dict]],
+        skip: str,
+    ) -> None:
         """Starts the checks of every distinct state in ``states`` (but ``skip``) whose verdicts are
         neither cached nor under way, on the sandbox's waiting threads: a scenario's first scores
         then check their states side by side instead of one after another."""
@@ -195,7 +229,7 @@ class Scorer:
                     return
 
     # ------------------------------------------------------------------ reference
-    def prepare(self, env: EnvSpec, scenario: Scenario) -> Optional[Future]:
+    def prepare(self, env: EnvSpec, scenario: Scenario) -> Future | None:
         """Starts replaying ``scenario``'s reference solution on the sandbox's waiting threads and
         returns at once (the replay's future; None when there is nothing to replay). Once per
         scenario: later calls return the same future. An episode's first score then does not
@@ -212,7 +246,7 @@ class Scorer:
                     return None
         return future
 
-    def reference(self, env: EnvSpec, scenario: Scenario) -> Optional[ReferenceReplay]:
+    def reference(self, env: EnvSpec, scenario: Scenario) -> ReferenceReplay | None:
         """The replayed reference solution of ``scenario`` (once per scenario, shared)."""
         if not scenario.reference_solution:
             return None
@@ -234,8 +268,17 @@ class Scorer:
         return ReferenceReplay(replay.final_hash, changing, "; ".join(errors) or None)
 
     # ------------------------------------------------------------------ episodes
-    def score(self, env: EnvSpec, scenario: Scenario, initial: dict, final: dict,
-              steps: Sequence[StepRecord] = (), termination: str = "", *, progress: bool = True) -> Score:
+    def score(
+        self,
+        env: EnvSpec,
+        scenario: Scenario,
+        initial: dict,
+        final: dict,
+        steps: Sequence[StepRecord] = (),
+        termination: str = "",
+        *,
+        progress: bool = True,
+    ) -> Score:
         """The reward breakdown of an episode of ``scenario`` (see the module docstring)."""
         flags: list[str] = []
         checklist = scenario.checklist_with_func
@@ -245,7 +288,9 @@ class Scorer:
         checks = self.checks(checklist, final, initial, (initial_hash, final_hash))
         errors = sum(c.status == "error" for c in checks)
         flags += ["checker_error"] * bool(errors) + ["no_checklist"] * (not checks)
-        shares = self._shares(checklist, initial, initial_hash, states, {final_hash: share_true(checks)}) if states else []
+        shares = (
+            self._shares(checklist, initial, initial_hash, states, {final_hash: share_true(checks)}) if states else []
+        )
         reference = self.reference(env, scenario)
         state_match = None
         if reference is not None:
@@ -254,8 +299,9 @@ class Scorer:
             state_match = reference.state_hash == final_hash if reference.state_hash else None
         if premature_stop(termination, steps, reference):
             flags.append("premature_stop")
-        reward = RewardBreakdown(final=share_true(checks), checks=checks, checker_errors=errors,
-                                 progress=shares, state_match=state_match)
+        reward = RewardBreakdown(
+            final=share_true(checks), checks=checks, checker_errors=errors, progress=shares, state_match=state_match
+        )
         return Score(reward, flags)
 
     async def ascore(self, *args: Any, **kwargs: Any) -> Score:

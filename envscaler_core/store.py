@@ -5,6 +5,7 @@ Atomicity: every record is written as one ``os.write`` of a complete line to a f
 without its newline; readers skip such a tail (with a warning) and the next writer truncates it
 before appending, so a crash never breaks the next read.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,9 @@ import logging
 import os
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Generic, Iterator, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -38,8 +40,9 @@ def _first_error(exc: ValidationError) -> str:
     return "; ".join(parts) + more
 
 
-def _record_id(record: BaseModel) -> str:
-    return str(getattr(record, "id"))
+def _record_id(record: Any) -> str:
+    """The ``id`` every stored artifact model has."""
+    return str(record.id)
 
 
 class JsonlStore(Generic[M]):
@@ -77,9 +80,7 @@ class JsonlStore(Generic[M]):
         try:
             return self.model.model_validate(obj, context=STORED)  # older files: unknown fields dropped
         except ValidationError as exc:
-            raise ArtifactError(
-                self.path, number, f"invalid {self.model.__name__}: {_first_error(exc)}"
-            ) from None
+            raise ArtifactError(self.path, number, f"invalid {self.model.__name__}: {_first_error(exc)}") from None
 
     def read_all(self) -> list[M]:
         return list(self.read())
@@ -108,7 +109,7 @@ class JsonlStore(Generic[M]):
             try:
                 view = memoryview(data)
                 while view:
-                    view = view[os.write(fd, view):]
+                    view = view[os.write(fd, view) :]
                 os.fsync(fd)
             finally:
                 os.close(fd)

@@ -1,4 +1,5 @@
 """``python -m evaluation``: benchmarks (BFCL multi-turn, tau-bench, ACEBench), reports, contamination."""
+
 from __future__ import annotations
 
 import sys

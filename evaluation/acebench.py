@@ -18,18 +18,21 @@ with ``end_to_end_accuracy``, ``process_accuracy`` and ``total_count``, then one
 entry whose ``id`` is the entry's position. Older BFCL-style files (``accuracy`` and string ids)
 are read too.
 """
+
 from __future__ import annotations
 
 import json
 import shutil
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from envscaler_core.cli import UserError
 from evaluation.results import TrialRecord, trial_id
 
-INSTALL = ("make setup-eval (installs a copy of ../shared/vendor/ACEBench into .official/ACEBench), "
-           "or pass --acebench-dir to a checkout of github.com/ACEBench/ACEBench")
+INSTALL = (
+    "make setup-eval (installs a copy of ../shared/vendor/ACEBench into .official/ACEBench), "
+    "or pass --acebench-dir to a checkout of github.com/ACEBench/ACEBench"
+)
 CATEGORIES = ("agent_multi_step", "agent_multi_turn")
 DEFAULT_MODEL = "gpt-4o-2024-11-20"
 DEFAULT_USER_MODEL = "gpt-4o"
@@ -37,29 +40,46 @@ SHIMS = Path(__file__).resolve().parent / "harness_shims"
 INSTALLED = Path(__file__).resolve().parents[1] / ".official" / "ACEBench"
 
 
-def default_checkout() -> Optional[Path]:
+def default_checkout() -> Path | None:
     """The copy ``make setup-eval`` installs, when it is there."""
     return INSTALLED if (INSTALLED / "eval_main.py").exists() else None
 
 
 def harness_env(agent_url: str, agent_key: str, user_url: str, user_key: str) -> dict[str, str]:
     """Environment variables routing ACEBench's OpenAI clients to our endpoints."""
-    return {"GPT_AGENT_BASE_URL": agent_url, "GPT_AGENT_API_KEY": agent_key,
-            "GPT_BASE_URL": user_url, "GPT_API_KEY": user_key, "PYTHONPATH": str(SHIMS)}
+    return {
+        "GPT_AGENT_BASE_URL": agent_url,
+        "GPT_AGENT_API_KEY": agent_key,
+        "GPT_BASE_URL": user_url,
+        "GPT_API_KEY": user_key,
+        "PYTHONPATH": str(SHIMS),
+    }
 
 
-def generate_command(python: str, checkout: Path, *, model: str, user_model: str, language: str,
-                     threads: int, temperature: float) -> list[str]:
+def generate_command(
+    python: str, checkout: Path, *, model: str, user_model: str, language: str, threads: int, temperature: float
+) -> list[str]:
     """Inference on the work folder's agent entries (``generate.py`` only takes the group)."""
-    return [python, str(checkout / "generate.py"), "--model", model, "--category", "agent",
-            "--language", language, "--user-model", user_model, "--num-threads", str(threads),
-            "--temperature", str(temperature)]
+    return [
+        python,
+        str(checkout / "generate.py"),
+        "--model",
+        model,
+        "--category",
+        "agent",
+        "--language",
+        language,
+        "--user-model",
+        user_model,
+        "--num-threads",
+        str(threads),
+        "--temperature",
+        str(temperature),
+    ]
 
 
-def eval_command(python: str, checkout: Path, *, model: str, categories: list[str],
-                 language: str) -> list[str]:
-    return [python, str(checkout / "eval_main.py"), "--model", model, "--category", *categories,
-            "--language", language]
+def eval_command(python: str, checkout: Path, *, model: str, categories: list[str], language: str) -> list[str]:
+    return [python, str(checkout / "eval_main.py"), "--model", model, "--category", *categories, "--language", language]
 
 
 def _json_lines(path: Path) -> list[dict[str, Any]]:
@@ -89,8 +109,7 @@ def category_ids(checkout: Path, category: str, language: str = "en") -> list[st
     return sorted((str(row["id"]) for row in _json_lines(path)), key=lambda i: int(i.rsplit("_", 1)[1]))
 
 
-def prepare_workdir(checkout: Path, work: Path, language: str, selected: dict[str, list[str]],
-                    model: str) -> None:
+def prepare_workdir(checkout: Path, work: Path, language: str, selected: dict[str, list[str]], model: str) -> None:
     """A fresh work folder whose data holds only the ``selected`` entries of each agent category.
 
     ``generate.py`` takes the group ``agent`` (both categories) and at its end re-sorts the result
@@ -100,8 +119,7 @@ def prepare_workdir(checkout: Path, work: Path, language: str, selected: dict[st
     for category in CATEGORIES:
         wanted = set(selected.get(category, ()))
         for answers in (False, True):
-            rows = [r for r in _json_lines(data_file(checkout, category, language, answers))
-                    if str(r["id"]) in wanted]
+            rows = [r for r in _json_lines(data_file(checkout, category, language, answers)) if str(r["id"]) in wanted]
             _write_lines(data_file(work, category, language, answers), rows)
         if not wanted:
             _write_lines(result_file(work, model, category, language), [])
@@ -122,8 +140,7 @@ def score_file(work: Path, model: str, category: str, language: str) -> Path:
     return score_dir(work, model, language) / f"data_{category}_score.json"
 
 
-def place_results(results: Path, work: Path, model: str, category: str, language: str,
-                  ids: list[str]) -> None:
+def place_results(results: Path, work: Path, model: str, category: str, language: str, ids: list[str]) -> None:
     """Put an existing ACEBench result file (``{id, result, process}`` lines) where eval_main reads it."""
     rows = [r for r in _json_lines(results) if str(r.get("id")) in set(ids)]
     missing = sorted(set(ids) - {str(r["id"]) for r in rows})
@@ -133,12 +150,11 @@ def place_results(results: Path, work: Path, model: str, category: str, language
     _write_lines(result_file(work, model, category, language), rows)
 
 
-def _header(rows: list[dict[str, Any]]) -> Optional[dict[str, Any]]:
-    return next((r for r in rows if "total_count" in r
-                 and ("accuracy" in r or "end_to_end_accuracy" in r)), None)
+def _header(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    return next((r for r in rows if "total_count" in r and ("accuracy" in r or "end_to_end_accuracy" in r)), None)
 
 
-def import_scores(path: Path, category: str, ids: Optional[list[str]], trial: int = 0) -> list[TrialRecord]:
+def import_scores(path: Path, category: str, ids: list[str] | None, trial: int = 0) -> list[TrialRecord]:
     """Trials from one ACEBench score file (header + failed entries)."""
     rows = _json_lines(path)
     header = _header(rows)
@@ -154,9 +170,20 @@ def import_scores(path: Path, category: str, ids: Optional[list[str]], trial: in
     # agent scores name a failed entry by its position, older files by its id
     failed = {ids[i] if isinstance(i, int) and 0 <= i < total else str(i) for i in failed_raw}
     if not failed <= set(ids):
-        raise UserError(f"{path}: header says {total} entries; {len(failed - set(ids))} failed ids "
-                        "are not among the data's ids")
+        raise UserError(
+            f"{path}: header says {total} entries; {len(failed - set(ids))} failed ids are not among the data's ids"
+        )
     details = {k: header[k] for k in ("end_to_end_accuracy", "process_accuracy", "accuracy") if k in header}
-    return [TrialRecord(id=trial_id(i, trial), benchmark="acebench", category=category, task_id=i,
-                        trial=trial, status="fail" if i in failed else "pass",
-                        reward=0.0 if i in failed else 1.0, details=details) for i in ids]
+    return [
+        TrialRecord(
+            id=trial_id(i, trial),
+            benchmark="acebench",
+            category=category,
+            task_id=i,
+            trial=trial,
+            status="fail" if i in failed else "pass",
+            reward=0.0 if i in failed else 1.0,
+            details=details,
+        )
+        for i in ids
+    ]

@@ -7,10 +7,11 @@ which case the whole task is force-terminated. No system prompt in ``fc`` mode (
 FC handler). Model turns go through the rollout engine's :class:`AgentPolicy`, so ``fc`` and the
 Qwen3 ``<tool_call>`` ``text`` protocol behave as everywhere else in the project.
 """
+
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any
 
 from envscaler_core.llm import LLMClient, LLMError
 from envscaler_core.rollout.agent import AgentPolicy
@@ -21,8 +22,14 @@ from evaluation.bfcl_exec import BfclExecutor, StepExecution, score_trial
 from evaluation.results import TrialRecord, trial_id
 
 _EMPTY = "empty response"
-_CONTEXT_HINTS = ("context length", "context window", "maximum context", "too many tokens",
-                  "exceeds the available context", "n_ctx")
+_CONTEXT_HINTS = (
+    "context length",
+    "context window",
+    "maximum context",
+    "too many tokens",
+    "exceeds the available context",
+    "n_ctx",
+)
 
 
 class _Conversation:
@@ -51,11 +58,13 @@ class _Conversation:
 def _tool_messages(conv: _Conversation, action, execution: StepExecution) -> list[dict[str, Any]]:
     if conv.settings.agent_mode == "text":
         return [{"role": "user", "content": render_results(execution.results)}]
-    return [{"role": "tool", "tool_call_id": call.id, "name": call.name, "content": result}
-            for call, result in zip(action.calls, execution.results)]
+    return [
+        {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": result}
+        for call, result in zip(action.calls, execution.results)
+    ]
 
 
-def _raw_step(action, executor: BfclExecutor, execution: Optional[StepExecution]) -> Any:
+def _raw_step(action, executor: BfclExecutor, execution: StepExecution | None) -> Any:
     """One step as BFCL's FC handlers store it: ``[{name: arguments_json}]`` or the text.
 
     Calls BFCL must not ``eval`` (see :mod:`evaluation.bfcl_exec`) are left out, and a step
@@ -66,12 +75,16 @@ def _raw_step(action, executor: BfclExecutor, execution: Optional[StepExecution]
         return action.content or ""
     if execution is not None and execution.decode_error:
         return f"(undecodable tool call: {execution.decode_error})"
-    return [{c.name: c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments)}
-            for c in action.calls if executor.is_safe(c.name, c.arguments)]
+    return [
+        {c.name: c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments)}
+        for c in action.calls
+        if executor.is_safe(c.name, c.arguments)
+    ]
 
 
-async def _run_turn(conv: _Conversation, executor: BfclExecutor, salt: str, limit: int,
-                    raw: list[Any]) -> tuple[list[list[str]], bool, int]:
+async def _run_turn(
+    conv: _Conversation, executor: BfclExecutor, salt: str, limit: int, raw: list[Any]
+) -> tuple[list[list[str]], bool, int]:
     """Query until the model stops calling tools; returns (decoded steps, force_quit, steps).
 
     ``raw`` receives every step in BFCL's result-file format (for ``bfcl evaluate``).
@@ -105,16 +118,16 @@ async def _run_turn(conv: _Conversation, executor: BfclExecutor, salt: str, limi
             return decoded, True, steps
 
 
-async def run_trial(client: LLMClient, settings: RolloutSettings, task: BfclTask,
-                    trial: int) -> TrialRecord:
+async def run_trial(client: LLMClient, settings: RolloutSettings, task: BfclTask, trial: int) -> TrialRecord:
     """Run and score one trial; endpoint failures become ``error`` records, not failures."""
     conv = _Conversation(client, settings, task)
     executor = BfclExecutor(task, tag=f"{task.id}_{trial}")
     decoded_turns: list[list[list[str]]] = []
     raw_turns: list[list[Any]] = []
     steps: list[int] = []
-    base: dict[str, Any] = dict(id=trial_id(task.id, trial), benchmark="bfcl", category=task.category,
-                task_id=task.id, trial=trial)
+    base: dict[str, Any] = dict(
+        id=trial_id(task.id, trial), benchmark="bfcl", category=task.category, task_id=task.id, trial=trial
+    )
     try:
         for index, turn in enumerate(task.turns):
             if index in task.holdout_tools:
@@ -123,7 +136,8 @@ async def run_trial(client: LLMClient, settings: RolloutSettings, task: BfclTask
             conv.messages.extend(turn)
             raw_turns.append([])
             turn_decoded, force_quit, n = await _run_turn(
-                conv, executor, f"bfcl:{task.id}:{trial}", max_steps_per_turn(), raw_turns[-1])
+                conv, executor, f"bfcl:{task.id}:{trial}", max_steps_per_turn(), raw_turns[-1]
+            )
             decoded_turns.append(turn_decoded)
             steps.append(n)
             if force_quit:
@@ -133,23 +147,40 @@ async def run_trial(client: LLMClient, settings: RolloutSettings, task: BfclTask
         if any(hint in text.lower() for hint in _CONTEXT_HINTS):
             # Running out of context is the model's (or its deployment's) limit: BFCL scores it
             # as a failed entry, so it is a failure here too, not an infrastructure error.
-            return TrialRecord(**base, status="fail", error=text[:500],
-                               error_type="multi_turn:context_overflow",
-                               turn_pass=score_trial(task, decoded_turns).turn_pass,
-                               details=_details(decoded_turns, raw_turns, steps, conv))
-        return TrialRecord(**base, status="error", error=text[:500], error_type="llm_error",
-                           details=_details(decoded_turns, raw_turns, steps, conv))
+            return TrialRecord(
+                **base,
+                status="fail",
+                error=text[:500],
+                error_type="multi_turn:context_overflow",
+                turn_pass=score_trial(task, decoded_turns).turn_pass,
+                details=_details(decoded_turns, raw_turns, steps, conv),
+            )
+        return TrialRecord(
+            **base,
+            status="error",
+            error=text[:500],
+            error_type="llm_error",
+            details=_details(decoded_turns, raw_turns, steps, conv),
+        )
     finally:
         executor.close()
     score = score_trial(task, decoded_turns)
-    return TrialRecord(**base, status="pass" if score.valid else "fail",
-                       reward=1.0 if score.valid else 0.0, error=score.error_message,
-                       error_type=score.error_type, turn_pass=score.turn_pass,
-                       details=_details(decoded_turns, raw_turns, steps, conv))
+    return TrialRecord(
+        **base,
+        status="pass" if score.valid else "fail",
+        reward=1.0 if score.valid else 0.0,
+        error=score.error_message,
+        error_type=score.error_type,
+        turn_pass=score.turn_pass,
+        details=_details(decoded_turns, raw_turns, steps, conv),
+    )
 
 
-def _details(decoded_turns: list, raw_turns: list, steps: list[int],
-             conv: _Conversation) -> dict[str, Any]:
+def _details(decoded_turns: list, raw_turns: list, steps: list[int], conv: _Conversation) -> dict[str, Any]:
     messages = [m for m in conv.messages if m.get("role") != "system"]
-    return {"decoded": decoded_turns, "raw": raw_turns, "steps_per_turn": steps,
-            "messages": json.loads(json.dumps(messages, default=str))}
+    return {
+        "decoded": decoded_turns,
+        "raw": raw_turns,
+        "steps_per_turn": steps,
+        "messages": json.loads(json.dumps(messages, default=str)),
+    }

@@ -4,6 +4,7 @@
 is imported; :func:`bfcl` points that at a folder of ours before the first import so nothing is
 written into site-packages.
 """
+
 from __future__ import annotations
 
 import ast
@@ -12,16 +13,15 @@ import importlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from envscaler_core.cli import UserError
 
-MULTI_TURN_CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param",
-                         "multi_turn_long_context")
+MULTI_TURN_CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context")
 INSTALL_HINT = "pip install bfcl-eval (see requirements-eval.txt)"
 
 
-def bfcl(module: str, project_root: Optional[Path] = None) -> Any:
+def bfcl(module: str, project_root: Path | None = None) -> Any:
     """Import ``bfcl_eval.<module>`` lazily, with a clear message when it is missing."""
     if "BFCL_PROJECT_ROOT" not in os.environ:
         root = Path(project_root or Path.home() / ".cache" / "envscaler" / "bfcl_project")
@@ -30,8 +30,7 @@ def bfcl(module: str, project_root: Optional[Path] = None) -> Any:
     try:
         return importlib.import_module(f"bfcl_eval.{module}")
     except ImportError as exc:
-        raise UserError(f"BFCL needs the bfcl-eval package ({exc}); install it with: "
-                        f"{INSTALL_HINT}") from None
+        raise UserError(f"BFCL needs the bfcl-eval package ({exc}); install it with: {INSTALL_HINT}") from None
 
 
 @dataclass
@@ -70,16 +69,16 @@ def parse_categories(text: str) -> list[str]:
             continue
         name = raw if raw.startswith("multi_turn_") else f"multi_turn_{raw}"
         if name not in MULTI_TURN_CATEGORIES:
-            raise UserError(f"unknown BFCL category {raw!r}; choose from "
-                            f"{', '.join(MULTI_TURN_CATEGORIES)} or multi_turn")
+            raise UserError(
+                f"unknown BFCL category {raw!r}; choose from {', '.join(MULTI_TURN_CATEGORIES)} or multi_turn"
+            )
         names.append(name)
     if not names:
         raise UserError("no BFCL category given")
     return list(dict.fromkeys(names))
 
 
-def load_tasks(categories: list[str], *, limit: Optional[int] = None,
-               ids: Optional[list[str]] = None) -> list[BfclTask]:
+def load_tasks(categories: list[str], *, limit: int | None = None, ids: list[str] | None = None) -> list[BfclTask]:
     """Tasks of ``categories`` (first ``limit`` of each, or exactly ``ids``)."""
     utils = bfcl("utils")
     tasks = []
@@ -91,10 +90,10 @@ def load_tasks(categories: list[str], *, limit: Optional[int] = None,
         elif limit is not None:
             entries = entries[:limit]
         for entry in entries:
-            holdout = {int(turn): _openai_tools(funcs)
-                       for turn, funcs in (entry.get("missed_function") or {}).items()}
-            tasks.append(BfclTask(entry["id"], category, entry, truth[entry["id"]],
-                                  _openai_tools(entry["function"]), holdout))
+            holdout = {int(turn): _openai_tools(funcs) for turn, funcs in (entry.get("missed_function") or {}).items()}
+            tasks.append(
+                BfclTask(entry["id"], category, entry, truth[entry["id"]], _openai_tools(entry["function"]), holdout)
+            )
     if ids:
         missing = set(ids) - {t.id for t in tasks}
         if missing:

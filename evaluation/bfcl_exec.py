@@ -12,6 +12,7 @@ BFCL keeps class instances in module globals keyed by a "model name"; every exec
 checker call here uses a fresh name and removes its instances afterwards, so trials never share
 state and repeated scoring is exact.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -20,7 +21,7 @@ import keyword
 import re
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from evaluation.bfcl_data import BfclTask, bfcl
 
@@ -49,7 +50,7 @@ class StepExecution:
 
     decoded: list[str] = field(default_factory=list)
     results: list[str] = field(default_factory=list)
-    decode_error: Optional[str] = None
+    decode_error: str | None = None
 
 
 class BfclExecutor:
@@ -59,15 +60,24 @@ class BfclExecutor:
         self.task = task
         self.name = _fresh_name(tag)
         _, instances = self._execute([])
-        self.methods = {name for instance in instances.values()
-                        for name, _ in inspect.getmembers(instance, inspect.ismethod)
-                        if not name.startswith("_")}
+        self.methods = {
+            name
+            for instance in instances.values()
+            for name, _ in inspect.getmembers(instance, inspect.ismethod)
+            if not name.startswith("_")
+        }
 
     def _execute(self, calls: list[str]) -> tuple[list[str], dict]:
         entry = self.task.entry
         return bfcl(_UTILS).execute_multi_turn_func_call(
-            calls, entry.get("initial_config", {}), entry["involved_classes"], self.name,
-            self.task.id, long_context=_is_long_context(self.task), is_evaL_run=False)
+            calls,
+            entry.get("initial_config", {}),
+            entry["involved_classes"],
+            self.name,
+            self.task.id,
+            long_context=_is_long_context(self.task),
+            is_evaL_run=False,
+        )
 
     def render(self, name: str, arguments: Any) -> str:
         """``name(k=repr(v), ...)`` exactly as BFCL's decoder writes it; raises ValueError."""
@@ -78,8 +88,7 @@ class BfclExecutor:
                 raise ValueError(f"arguments of {name} are not valid JSON: {exc}") from None
         if not isinstance(arguments, dict):
             raise ValueError(f"arguments of {name} are not a JSON object")
-        bad = [k for k in arguments if not (isinstance(k, str) and k.isidentifier())
-               or keyword.iskeyword(k)]
+        bad = [k for k in arguments if not (isinstance(k, str) and k.isidentifier()) or keyword.iskeyword(k)]
         if bad:
             raise ValueError(f"invalid argument names for {name}: {bad}")
         return bfcl("model_handler.utils").convert_to_function_call([{name: arguments}])[0]
@@ -96,19 +105,19 @@ class BfclExecutor:
 
     def step(self, calls: list[tuple[str, Any]]) -> StepExecution:
         """Execute one message's calls; a decoding failure executes none of them (as BFCL)."""
-        rendered: list[Optional[str]] = []
+        rendered: list[str | None] = []
         try:
             for name, arguments in calls:
                 text = self.render(name, arguments)
                 rendered.append(text if name in self.methods else None)
         except ValueError as exc:
-            return StepExecution(decode_error=str(exc),
-                                 results=[f"Error decoding the call: {exc}"] * len(calls))
+            return StepExecution(decode_error=str(exc), results=[f"Error decoding the call: {exc}"] * len(calls))
         safe = [text for text in rendered if text is not None]
         executed = iter(self._execute(safe)[0] if safe else [])
-        results = [next(executed) if text is not None else
-                   f"Error during execution: name '{name}' is not defined"
-                   for text, (name, _) in zip(rendered, calls)]
+        results = [
+            next(executed) if text is not None else f"Error during execution: name '{name}' is not defined"
+            for text, (name, _) in zip(rendered, calls)
+        ]
         return StepExecution(decoded=safe, results=results)
 
     def close(self) -> None:
@@ -120,8 +129,8 @@ class BfclScore:
     """BFCL's verdict for one trial plus the per-turn view."""
 
     valid: bool
-    error_type: Optional[str] = None
-    error_message: Optional[str] = None
+    error_type: str | None = None
+    error_message: str | None = None
     turn_pass: list[bool] = field(default_factory=list)
 
 
@@ -144,8 +153,12 @@ def score_trial(task: BfclTask, decoded_turns: list[list[list[str]]]) -> BfclSco
     truth = task.ground_truth
     turn_pass = _turn_pass(task, decoded_turns)
     if len(decoded_turns) != len(truth):
-        return BfclScore(False, "multi_turn:force_terminated",
-                         f"model stopped after {len(decoded_turns)} of {len(truth)} turns", turn_pass)
+        return BfclScore(
+            False,
+            "multi_turn:force_terminated",
+            f"model stopped after {len(decoded_turns)} of {len(truth)} turns",
+            turn_pass,
+        )
     verdict = _check(task, decoded_turns, truth)
     if verdict.get("valid"):
         return BfclScore(True, turn_pass=turn_pass)
@@ -159,5 +172,5 @@ def _turn_pass(task: BfclTask, decoded_turns: list[list[list[str]]]) -> list[boo
         if t >= len(decoded_turns) or (flags and not flags[-1]):
             flags.append(False)
             continue
-        flags.append(bool(_check(task, decoded_turns[:t + 1], task.ground_truth[:t + 1]).get("valid")))
+        flags.append(bool(_check(task, decoded_turns[: t + 1], task.ground_truth[: t + 1]).get("valid")))
     return flags

@@ -9,6 +9,7 @@
 ``openbmb/MiniCPM-SALA-FC``; with ``OPENAI_BASE_URL`` set it talks to any endpoint (llama.cpp and
 our scripted server ignore the model name it sends; vLLM needs ``--served-model-name``).
 """
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,8 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, Optional
 
 from envscaler_core.cli import UserError
 from evaluation.bfcl_data import INSTALL_HINT
@@ -31,8 +32,7 @@ def _model_dir(registry: str) -> str:
     return registry.replace("/", "_")
 
 
-def export_results(trials: Iterable[TrialRecord], project_root: Path,
-                   registry: str = REGISTRY) -> dict[str, int]:
+def export_results(trials: Iterable[TrialRecord], project_root: Path, registry: str = REGISTRY) -> dict[str, int]:
     """Write trial 0 of every scored task as BFCL result files; returns entries per category."""
     by_category: dict[str, list[dict]] = {}
     for trial in trials:
@@ -59,25 +59,27 @@ def _bfcl_cli() -> str:
     return path
 
 
-def _run(args: list[str], project_root: Path, env: Optional[dict[str, str]] = None,
-         timeout_s: float = 3600) -> None:
+def _run(args: list[str], project_root: Path, env: dict[str, str] | None = None, timeout_s: float = 3600) -> None:
     env = {**os.environ, **(env or {}), "BFCL_PROJECT_ROOT": str(project_root)}
-    done = subprocess.run([_bfcl_cli(), *args], env=env, capture_output=True, text=True,
-                          timeout=timeout_s, cwd=project_root)
+    done = subprocess.run(
+        [_bfcl_cli(), *args], env=env, capture_output=True, text=True, timeout=timeout_s, cwd=project_root
+    )
     (Path(project_root) / "bfcl_cli.log").open("a").write(
-        f"$ bfcl {' '.join(args)}\n{done.stdout[-20000:]}\n{done.stderr[-20000:]}\n")
+        f"$ bfcl {' '.join(args)}\n{done.stdout[-20000:]}\n{done.stderr[-20000:]}\n"
+    )
     if done.returncode != 0:
         raise UserError(f"bfcl {args[0]} failed ({done.returncode}): {done.stderr.strip()[-300:]}")
 
 
-def official_evaluate(project_root: Path, categories: list[str],
-                      registry: str = REGISTRY) -> dict[str, bool]:
+def official_evaluate(project_root: Path, categories: list[str], registry: str = REGISTRY) -> dict[str, bool]:
     """Run ``bfcl evaluate --partial-eval``; returns ``{task_id: valid}`` from its score files."""
     project_root = Path(project_root)
     # The handler builds an OpenAI client even to score; it only needs some key to exist.
-    _run(["evaluate", "--model", registry, "--test-category", ",".join(categories),
-          "--partial-eval"], project_root,
-         env={"OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY") or "unused"})
+    _run(
+        ["evaluate", "--model", registry, "--test-category", ",".join(categories), "--partial-eval"],
+        project_root,
+        env={"OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY") or "unused"},
+    )
     verdicts: dict[str, bool] = {}
     results = project_root / "result" / _model_dir(registry) / "multi_turn"
     scores = project_root / "score" / _model_dir(registry) / "multi_turn"
@@ -87,29 +89,52 @@ def official_evaluate(project_root: Path, categories: list[str],
         if not result_file.exists():
             continue
         ids = [json.loads(line)["id"] for line in result_file.read_text().splitlines() if line.strip()]
-        failed = {json.loads(line).get("id") for line in score_file.read_text().splitlines()[1:]
-                  if line.strip()}
+        failed = {json.loads(line).get("id") for line in score_file.read_text().splitlines()[1:] if line.strip()}
         verdicts.update({i: i not in failed for i in ids})
     return verdicts
 
 
-def official_generate(project_root: Path, categories: list[str], ids: list[str], base_url: str,
-                      api_key: str = "EMPTY", registry: str = REGISTRY,
-                      temperature: float = 0.0) -> None:
+def official_generate(
+    project_root: Path,
+    categories: list[str],
+    ids: list[str],
+    base_url: str,
+    api_key: str = "EMPTY",
+    registry: str = REGISTRY,
+    temperature: float = 0.0,
+) -> None:
     """Run ``bfcl generate`` for ``ids`` against ``base_url`` (results under project_root)."""
     project_root = Path(project_root)
     project_root.mkdir(parents=True, exist_ok=True)
     wanted = {c: [i for i in ids if i.rsplit("_", 1)[0] == c] for c in categories}
     (project_root / "test_case_ids_to_generate.json").write_text(json.dumps(wanted))
-    _run(["generate", "--model", registry, "--test-category", ",".join(categories), "--run-ids",
-          "--temperature", str(temperature), "--num-threads", "1", "--allow-overwrite"],
-         project_root, env={"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": api_key})
+    _run(
+        [
+            "generate",
+            "--model",
+            registry,
+            "--test-category",
+            ",".join(categories),
+            "--run-ids",
+            "--temperature",
+            str(temperature),
+            "--num-threads",
+            "1",
+            "--allow-overwrite",
+        ],
+        project_root,
+        env={"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": api_key},
+    )
 
 
 def agreement(ours: dict[str, bool], official: dict[str, bool]) -> dict:
     """Task-by-task agreement of two verdict maps (on the tasks both have)."""
     common = sorted(set(ours) & set(official))
     disagree = [t for t in common if ours[t] != official[t]]
-    return {"tasks": len(common), "agree": len(common) - len(disagree), "disagree": disagree,
-            "official_passed": sum(official[t] for t in common),
-            "ours_passed": sum(ours[t] for t in common)}
+    return {
+        "tasks": len(common),
+        "agree": len(common) - len(disagree),
+        "disagree": disagree,
+        "official_passed": sum(official[t] for t in common),
+        "ours_passed": sum(ours[t] for t in common),
+    }

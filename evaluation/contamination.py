@@ -11,17 +11,27 @@ Benchmark side: BFCL multi-turn questions come from ``bfcl-eval``; any other ben
 file or folder (``.json``, ``.jsonl``, or ``.py`` task files such as tau-bench's
 ``tasks_test.py``) whose string values / literals of at least ``min_words`` words are taken.
 """
+
 from __future__ import annotations
 
 import ast
 import json
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
-OUR_TEXT_KEYS = ("task", "instruction", "question", "query", "environment_summary",
-                 "environment_introduction", "description", "env_description")
+OUR_TEXT_KEYS = (
+    "task",
+    "instruction",
+    "question",
+    "query",
+    "environment_summary",
+    "environment_introduction",
+    "description",
+    "env_description",
+)
 _WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -91,15 +101,13 @@ def _strings(value: Any, min_words: int) -> Iterator[str]:
 def _python_strings(path: Path, min_words: int) -> Iterator[tuple[str, str]]:
     tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) \
-                and len(words(node.value)) >= min_words:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(words(node.value)) >= min_words:
             yield f"{path.name}:{node.lineno}", node.value
 
 
 def benchmark_documents(name: str, path: Path, min_words: int = 5) -> list[Document]:
     """Documents of a benchmark file or folder (``.json``, ``.jsonl``, ``.py``)."""
-    files = sorted(p for p in path.rglob("*") if p.suffix in (".json", ".jsonl", ".py")) \
-        if path.is_dir() else [path]
+    files = sorted(p for p in path.rglob("*") if p.suffix in (".json", ".jsonl", ".py")) if path.is_dir() else [path]
     docs = []
     for file in files:
         if file.suffix == ".py":
@@ -120,8 +128,12 @@ def bfcl_documents(categories: Iterable[str]) -> list[Document]:
     docs = []
     for category in categories:
         for entry in utils.load_dataset_entry(category):
-            text = "\n".join(m["content"] for turn in entry["question"] for m in turn
-                             if m.get("role") == "user" and isinstance(m.get("content"), str))
+            text = "\n".join(
+                m["content"]
+                for turn in entry["question"]
+                for m in turn
+                if m.get("role") == "user" and isinstance(m.get("content"), str)
+            )
             docs.append(Document(entry["id"], "bfcl", text))
     return docs
 
@@ -151,12 +163,12 @@ class NgramIndex:
         self.documents += 1
         tokens = words(doc.text)
         for i in range(len(tokens) - self.n + 1):
-            self.grams.setdefault(tuple(tokens[i:i + self.n]), (doc.source, doc.id))
+            self.grams.setdefault(tuple(tokens[i : i + self.n]), (doc.source, doc.id))
 
     def match(self, doc: Document) -> tuple[float, int, str, tuple[str, str] | None]:
         """(share of n-grams found, longest shared word span, its text, its benchmark doc)."""
         tokens = words(doc.text)
-        hits = [tuple(tokens[i:i + self.n]) in self.grams for i in range(len(tokens) - self.n + 1)]
+        hits = [tuple(tokens[i : i + self.n]) in self.grams for i in range(len(tokens) - self.n + 1)]
         if not hits:
             return 0.0, 0, "", None
         best_start, best_len, run_start = -1, 0, None
@@ -170,12 +182,18 @@ class NgramIndex:
         if best_len == 0:
             return 0.0, 0, "", None
         span = best_len + self.n - 1
-        source = self.grams[tuple(tokens[best_start:best_start + self.n])]
-        return sum(hits) / len(hits), span, " ".join(tokens[best_start:best_start + span]), source
+        source = self.grams[tuple(tokens[best_start : best_start + self.n])]
+        return sum(hits) / len(hits), span, " ".join(tokens[best_start : best_start + span]), source
 
 
-def check(ours: list[Document], benchmarks: list[Document], *, n: int = 8, span_words: int = 13,
-          overlap_threshold: float = 0.5) -> tuple[list[Match], NgramIndex]:
+def check(
+    ours: list[Document],
+    benchmarks: list[Document],
+    *,
+    n: int = 8,
+    span_words: int = 13,
+    overlap_threshold: float = 0.5,
+) -> tuple[list[Match], NgramIndex]:
     """Flag our documents that overlap benchmark documents; returns (matches, index)."""
     index = NgramIndex(n)
     for doc in benchmarks:
@@ -184,7 +202,6 @@ def check(ours: list[Document], benchmarks: list[Document], *, n: int = 8, span_
     for doc in ours:
         overlap, span, snippet, source = index.match(doc)
         if source and (span >= span_words or overlap >= overlap_threshold):
-            matches.append(Match(doc.id, doc.source, source[0], source[1], round(overlap, 4),
-                                 span, snippet[:300]))
+            matches.append(Match(doc.id, doc.source, source[0], source[1], round(overlap, 4), span, snippet[:300]))
     matches.sort(key=lambda m: (-m.longest_span, -m.overlap))
     return matches, index

@@ -10,6 +10,7 @@ and used for both. The harnesses call models through LiteLLM, so endpoints reach
 LiteLLM environment variables: the agent as provider ``openai`` (``OPENAI_API_BASE``), the user
 as provider ``hosted_vllm`` (``HOSTED_VLLM_API_BASE``) when it is a different endpoint.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -18,9 +19,9 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
 
 from envscaler_core.cli import UserError
 from envscaler_core.llm import LLMConfig
@@ -59,15 +60,19 @@ class LiteLLMRoutes:
 def litellm_routes(agent: Endpoint, user: Endpoint) -> LiteLLMRoutes:
     """Agent through provider ``openai``; the user through ``hosted_vllm`` if it differs."""
     # LiteLLM otherwise downloads a model price list when it loads (no network here).
-    env = {"OPENAI_API_BASE": agent.base_url, "OPENAI_BASE_URL": agent.base_url,
-           "OPENAI_API_KEY": agent.api_key, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env = {
+        "OPENAI_API_BASE": agent.base_url,
+        "OPENAI_BASE_URL": agent.base_url,
+        "OPENAI_API_KEY": agent.api_key,
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
     if user.base_url == agent.base_url:
         return LiteLLMRoutes("openai", "openai", env)
     env.update({"HOSTED_VLLM_API_BASE": user.base_url, "HOSTED_VLLM_API_KEY": user.api_key})
     return LiteLLMRoutes("openai", "hosted_vllm", env)
 
 
-def find_checkout(explicit: Optional[Path], package: str, marker: str, install: str) -> Path:
+def find_checkout(explicit: Path | None, package: str, marker: str, install: str) -> Path:
     """A benchmark checkout: ``explicit``, else the folder above an importable ``package``.
 
     Args:
@@ -87,15 +92,16 @@ def find_checkout(explicit: Optional[Path], package: str, marker: str, install: 
     raise UserError(f"{where}; install the official code: {install}")
 
 
-def find_executable(explicit: Optional[str], name: str, install: str) -> str:
+def find_executable(explicit: str | None, name: str, install: str) -> str:
     path = shutil.which(explicit or name)
     if not path:
         raise UserError(f"{explicit or name} not found on PATH; install it: {install}")
     return path
 
 
-def run_logged(cmd: Sequence[str], *, cwd: Optional[Path], env: dict[str, str], log_path: Path,
-               timeout_s: Optional[float] = None) -> int:
+def run_logged(
+    cmd: Sequence[str], *, cwd: Path | None, env: dict[str, str], log_path: Path, timeout_s: float | None = None
+) -> int:
     """Run ``cmd`` with ``env`` added, output appended to ``log_path``; returns the exit code."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     shown = " ".join(str(c) for c in cmd)
@@ -104,14 +110,20 @@ def run_logged(cmd: Sequence[str], *, cwd: Optional[Path], env: dict[str, str], 
         handle.write(f"$ {shown}\n")
         handle.flush()
         try:
-            done = subprocess.run([str(c) for c in cmd], cwd=cwd, env={**os.environ, **env},
-                                  stdout=handle, stderr=subprocess.STDOUT, timeout=timeout_s)
+            done = subprocess.run(
+                [str(c) for c in cmd],
+                cwd=cwd,
+                env={**os.environ, **env},
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                timeout=timeout_s,
+            )
         except subprocess.TimeoutExpired:
             handle.write(f"timed out after {timeout_s}s\n")
             return 124
     return done.returncode
 
 
-def python_for(explicit: Optional[str]) -> str:
+def python_for(explicit: str | None) -> str:
     """The interpreter that runs a harness (its own venv may differ from ours)."""
     return explicit or sys.executable

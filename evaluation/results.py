@@ -10,12 +10,14 @@ Each trial ends in one of three statuses:
   failure, harness crash). These are **not** model failures: they are left out of pass^k and
   counted separately, so a flaky endpoint cannot pass for a weak model.
 """
+
 from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, Literal, Optional
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -38,8 +40,8 @@ class TrialRecord(BaseModel):
     trial: int = 0
     status: Status
     reward: float = 0.0
-    error: Optional[str] = None
-    error_type: Optional[str] = None
+    error: str | None = None
+    error_type: str | None = None
     turn_pass: list[bool] = Field(default_factory=list)
     details: dict[str, Any] = Field(default_factory=dict)
 
@@ -77,8 +79,10 @@ def _turn_accuracy(trials: list[TrialRecord]) -> list[dict[str, Any]]:
     for trial in trials:
         for index, ok in enumerate(trial.turn_pass):
             by_turn[index].append(ok)
-    return [{"turn": t, "accuracy": mean([float(v) for v in by_turn[t]]), "trials": len(by_turn[t])}
-            for t in sorted(by_turn)]
+    return [
+        {"turn": t, "accuracy": mean([float(v) for v in by_turn[t]]), "trials": len(by_turn[t])}
+        for t in sorted(by_turn)
+    ]
 
 
 def summarize_group(trials: list[TrialRecord], *, seed: int = 0) -> dict[str, Any]:
@@ -108,8 +112,9 @@ def summarize_group(trials: list[TrialRecord], *, seed: int = 0) -> dict[str, An
     turns = _turn_accuracy(valid)
     if turns:
         summary["turn_accuracy"] = turns
-        summary["turns_completed"] = mean([sum(_leading_true(t.turn_pass)) / len(t.turn_pass)
-                                           for t in valid if t.turn_pass])
+        summary["turns_completed"] = mean(
+            [sum(_leading_true(t.turn_pass)) / len(t.turn_pass) for t in valid if t.turn_pass]
+        )
     return summary
 
 
@@ -122,8 +127,9 @@ def _leading_true(flags: list[bool]) -> list[bool]:
     return out
 
 
-def summarize(trials: list[TrialRecord], *, benchmark: str, meta: Optional[dict[str, Any]] = None,
-              seed: int = 0) -> dict[str, Any]:
+def summarize(
+    trials: list[TrialRecord], *, benchmark: str, meta: dict[str, Any] | None = None, seed: int = 0
+) -> dict[str, Any]:
     """The full results document: overall plus one summary per category."""
     by_category: dict[str, list[TrialRecord]] = defaultdict(list)
     for trial in trials:
@@ -136,7 +142,7 @@ def summarize(trials: list[TrialRecord], *, benchmark: str, meta: Optional[dict[
     }
 
 
-def _fmt(value: Optional[float]) -> str:
+def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}"
 
 
@@ -154,15 +160,16 @@ def markdown(results: dict[str, Any]) -> str:
         lines += [", ".join(f"{k}: {v}" for k, v in meta.items() if not isinstance(v, (dict, list))), ""]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for name, g in groups.items():
-        row = [name, str(g["tasks"]), str(g["trials"]), str(g["passed"]), str(g["failed"]),
-               str(g["infra_errors"])]
-        cells = {p["k"]: f"{_fmt(p['value'])} ({_fmt(p['ci_low'])}–{_fmt(p['ci_high'])})"
-                 for p in g["pass_hat_k"]}
+        row = [name, str(g["tasks"]), str(g["trials"]), str(g["passed"]), str(g["failed"]), str(g["infra_errors"])]
+        cells = {p["k"]: f"{_fmt(p['value'])} ({_fmt(p['ci_low'])}–{_fmt(p['ci_high'])})" for p in g["pass_hat_k"]}
         row += [cells.get(k, "-") for k in range(1, k_max + 1)]
         lines.append("| " + " | ".join(row) + " |")
     lines += _turn_lines(groups)
-    lines += ["", "Scores in %. pass^k = mean over tasks of C(c,k)/C(n,k); intervals: bootstrap "
-              "over tasks. Infra errors are excluded from pass^k and are not model failures."]
+    lines += [
+        "",
+        "Scores in %. pass^k = mean over tasks of C(c,k)/C(n,k); intervals: bootstrap "
+        "over tasks. Infra errors are excluded from pass^k and are not model failures.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -171,10 +178,13 @@ def _turn_lines(groups: dict[str, Any]) -> list[str]:
     if not with_turns:
         return []
     width = max(len(g["turn_accuracy"]) for g in with_turns.values())
-    lines = ["", "Per-turn accuracy (share of trials whose state and responses are still correct "
-             "after turn t):", "",
-             "| category | turns completed | " + " | ".join(f"t{t}" for t in range(width)) + " |",
-             "|" + "---|" * (width + 2)]
+    lines = [
+        "",
+        "Per-turn accuracy (share of trials whose state and responses are still correct after turn t):",
+        "",
+        "| category | turns completed | " + " | ".join(f"t{t}" for t in range(width)) + " |",
+        "|" + "---|" * (width + 2),
+    ]
     for name, g in with_turns.items():
         cells = [_fmt(t["accuracy"]) for t in g["turn_accuracy"]] + ["-"] * (width - len(g["turn_accuracy"]))
         lines.append(f"| {name} | {_fmt(g['turns_completed'])} | " + " | ".join(cells) + " |")

@@ -1,11 +1,13 @@
 """Plumbing shared by the benchmark commands: config, resume, summary, tables."""
+
 from __future__ import annotations
 
 import datetime as _dt
 import importlib.metadata
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from pydantic import Field
 
@@ -20,8 +22,8 @@ class EvalConfig(StageConfig):
 
     out: Path = Path("runs/eval")
     samples: int = Field(default=1, ge=1, le=64)
-    temperature: Optional[float] = 0.7
-    max_tokens: Optional[int] = None
+    temperature: float | None = 0.7
+    max_tokens: int | None = None
     seed: int = 0
 
 
@@ -43,31 +45,30 @@ def endpoint_meta(ctx: StageContext, role: str = "agent") -> dict[str, Any]:
     if embedded:
         from envscaler_core.llm.models import DEFAULT_MODEL
 
-        name = os.environ.get("ENVSCALER_GGUF") or os.environ.get("ENVSCALER_EMBEDDED_MODEL") \
-            or DEFAULT_MODEL
+        name = os.environ.get("ENVSCALER_GGUF") or os.environ.get("ENVSCALER_EMBEDDED_MODEL") or DEFAULT_MODEL
         return {f"{role}_model": f"embedded:{Path(name).name}", f"{role}_endpoint": "embedded"}
     return {f"{role}_model": config.model, f"{role}_endpoint": config.base_url}
 
 
-def package_version(name: str) -> Optional[str]:
+def package_version(name: str) -> str | None:
     try:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
         return None
 
 
-def finish(ctx: Optional[StageContext], run_dir: Path, benchmark: str,
-           trials: list[TrialRecord], meta: dict[str, Any]) -> dict[str, Any]:
+def finish(
+    ctx: StageContext | None, run_dir: Path, benchmark: str, trials: list[TrialRecord], meta: dict[str, Any]
+) -> dict[str, Any]:
     """Summarise, write results.json / results.md, print the table, update the manifest."""
-    meta = {**meta, "finished_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    meta = {**meta, "finished_at": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
     results = summarize(trials, benchmark=benchmark, meta=meta, seed=meta.get("seed", 0) or 0)
     json_path, md_path = write_results(run_dir, results)
     print_summary(results)
     print(f"results: {json_path}  {md_path}")
     if ctx is not None:
         overall = results["overall"]
-        update_manifest(ctx, {k: overall[k] for k in ("tasks", "trials", "passed", "failed",
-                                                       "infra_errors")})
+        update_manifest(ctx, {k: overall[k] for k in ("tasks", "trials", "passed", "failed", "infra_errors")})
     return results
 
 
@@ -77,12 +78,22 @@ def print_summary(results: dict[str, Any]) -> None:
     for name, group in groups.items():
         curve = {p["k"]: p for p in group["pass_hat_k"]}
         first = curve.get(1)
-        rows.append((name, group["tasks"], group["trials"], group["passed"], group["failed"],
-                     group["infra_errors"],
-                     "-" if not first else f"{100 * first['value']:.1f} "
-                     f"[{100 * first['ci_low']:.1f}, {100 * first['ci_high']:.1f}]",
-                     " ".join(f"{100 * p['value']:.1f}" for k, p in sorted(curve.items()) if k > 1)
-                     or "-"))
-    print_table(f"{results['benchmark']} results", rows,
-                ["category", "tasks", "trials", "pass", "fail", "infra err", "pass^1 [95% CI]",
-                 "pass^2..K"])
+        rows.append(
+            (
+                name,
+                group["tasks"],
+                group["trials"],
+                group["passed"],
+                group["failed"],
+                group["infra_errors"],
+                "-"
+                if not first
+                else f"{100 * first['value']:.1f} [{100 * first['ci_low']:.1f}, {100 * first['ci_high']:.1f}]",
+                " ".join(f"{100 * p['value']:.1f}" for k, p in sorted(curve.items()) if k > 1) or "-",
+            )
+        )
+    print_table(
+        f"{results['benchmark']} results",
+        rows,
+        ["category", "tasks", "trials", "pass", "fail", "infra err", "pass^1 [95% CI]", "pass^2..K"],
+    )

@@ -10,36 +10,76 @@
   ``context_window_exceeded`` are left out of scoring (infra errors here); ``user_error`` is a
   simulator failure and counted as infra too.
 """
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from envscaler_core.cli import UserError
 from evaluation.official import Endpoint, LiteLLMRoutes
 from evaluation.results import TrialRecord, trial_id
 
-V1_INSTALL = ("make setup-eval (installs a copy of ../shared/vendor/tau-bench editable into the "
-              "eval venv), or: git clone https://github.com/sierra-research/tau-bench && "
-              "pip install -e ./tau-bench")
-V2_INSTALL = ("git clone https://github.com/sierra-research/tau2-bench && cd tau2-bench && "
-              "uv sync  (needs Python >= 3.12; then pass --tau2-bin tau2-bench/.venv/bin/tau2)")
+V1_INSTALL = (
+    "make setup-eval (installs a copy of ../shared/vendor/tau-bench editable into the "
+    "eval venv), or: git clone https://github.com/sierra-research/tau-bench && "
+    "pip install -e ./tau-bench"
+)
+V2_INSTALL = (
+    "git clone https://github.com/sierra-research/tau2-bench && cd tau2-bench && "
+    "uv sync  (needs Python >= 3.12; then pass --tau2-bin tau2-bench/.venv/bin/tau2)"
+)
 SUCCESS_MIN = 1.0 - 1e-6
 TAU2_INFRA = {"infrastructure_error", "context_window_exceeded", "user_error", "unexpected_error"}
 
 
-def v1_command(python: str, run_py: Path, *, domain: str, agent: Endpoint, user: Endpoint,
-               routes: LiteLLMRoutes, trials: int, temperature: float, log_dir: Path,
-               concurrency: int, user_strategy: str, task_ids: Optional[list[int]],
-               limit: Optional[int], split: str = "test") -> list[str]:
+def v1_command(
+    python: str,
+    run_py: Path,
+    *,
+    domain: str,
+    agent: Endpoint,
+    user: Endpoint,
+    routes: LiteLLMRoutes,
+    trials: int,
+    temperature: float,
+    log_dir: Path,
+    concurrency: int,
+    user_strategy: str,
+    task_ids: list[int] | None,
+    limit: int | None,
+    split: str = "test",
+) -> list[str]:
     """The ``run.py`` command line of tau-bench v1 (tool-calling agent)."""
-    cmd = [python, str(run_py), "--env", domain, "--model", agent.model,
-           "--model-provider", routes.agent_provider, "--user-model", user.model,
-           "--user-model-provider", routes.user_provider, "--agent-strategy", "tool-calling",
-           "--user-strategy", user_strategy, "--num-trials", str(trials),
-           "--temperature", str(temperature), "--task-split", split,
-           "--max-concurrency", str(concurrency), "--log-dir", str(log_dir)]
+    cmd = [
+        python,
+        str(run_py),
+        "--env",
+        domain,
+        "--model",
+        agent.model,
+        "--model-provider",
+        routes.agent_provider,
+        "--user-model",
+        user.model,
+        "--user-model-provider",
+        routes.user_provider,
+        "--agent-strategy",
+        "tool-calling",
+        "--user-strategy",
+        user_strategy,
+        "--num-trials",
+        str(trials),
+        "--temperature",
+        str(temperature),
+        "--task-split",
+        split,
+        "--max-concurrency",
+        str(concurrency),
+        "--log-dir",
+        str(log_dir),
+    ]
     if task_ids:
         cmd += ["--task-ids", *map(str, task_ids)]
     elif limit:
@@ -47,20 +87,47 @@ def v1_command(python: str, run_py: Path, *, domain: str, agent: Endpoint, user:
     return cmd
 
 
-def v2_command(tau2: str, *, domain: str, agent: Endpoint, user: Endpoint, trials: int,
-               temperature: Optional[float], save_to: str, concurrency: int,
-               task_ids: Optional[list[str]], limit: Optional[int]) -> list[str]:
+def v2_command(
+    tau2: str,
+    *,
+    domain: str,
+    agent: Endpoint,
+    user: Endpoint,
+    trials: int,
+    temperature: float | None,
+    save_to: str,
+    concurrency: int,
+    task_ids: list[str] | None,
+    limit: int | None,
+) -> list[str]:
     """The ``tau2 run`` command line; endpoints go straight to ``litellm.completion``."""
-    def args(endpoint: Endpoint, temp: Optional[float]) -> str:
+
+    def args(endpoint: Endpoint, temp: float | None) -> str:
         values: dict[str, Any] = {"api_base": endpoint.base_url, "api_key": endpoint.api_key}
         if temp is not None:
             values["temperature"] = temp
         return json.dumps(values)
 
-    cmd = [tau2, "run", "--domain", domain, "--agent-llm", f"openai/{agent.model}",
-           "--agent-llm-args", args(agent, temperature), "--user-llm", f"openai/{user.model}",
-           "--user-llm-args", args(user, None), "--num-trials", str(trials),
-           "--max-concurrency", str(concurrency), "--save-to", save_to]
+    cmd = [
+        tau2,
+        "run",
+        "--domain",
+        domain,
+        "--agent-llm",
+        f"openai/{agent.model}",
+        "--agent-llm-args",
+        args(agent, temperature),
+        "--user-llm",
+        f"openai/{user.model}",
+        "--user-llm-args",
+        args(user, None),
+        "--num-trials",
+        str(trials),
+        "--max-concurrency",
+        str(concurrency),
+        "--save-to",
+        save_to,
+    ]
     if task_ids:
         cmd += ["--task-ids", *task_ids]
     elif limit:
@@ -85,15 +152,16 @@ def import_v1(path: Path, domain: str) -> list[TrialRecord]:
         task = f"{domain}_{row['task_id']}"
         info = row.get("info") or {}
         trial = int(row.get("trial", 0))
-        base: dict[str, Any] = dict(id=trial_id(task, trial), benchmark="taubench", category=domain,
-                    task_id=task, trial=trial)
+        base: dict[str, Any] = dict(
+            id=trial_id(task, trial), benchmark="taubench", category=domain, task_id=task, trial=trial
+        )
         if "error" in info:
-            trials.append(TrialRecord(**base, status="error", error=str(info["error"])[:500],
-                                      error_type="harness_exception"))
+            trials.append(
+                TrialRecord(**base, status="error", error=str(info["error"])[:500], error_type="harness_exception")
+            )
             continue
         reward = float(row.get("reward", 0.0))
-        trials.append(TrialRecord(**base, status="pass" if reward >= SUCCESS_MIN else "fail",
-                                  reward=reward))
+        trials.append(TrialRecord(**base, status="pass" if reward >= SUCCESS_MIN else "fail", reward=reward))
     return trials
 
 
@@ -114,16 +182,26 @@ def import_v2(path: Path, domain: str) -> list[TrialRecord]:
         task = f"{domain}_{sim['task_id']}"
         trial = int(sim.get("trial") or 0)
         reason = str(sim.get("termination_reason") or "")
-        base: dict[str, Any] = dict(id=trial_id(task, trial), benchmark="taubench", category=domain,
-                    task_id=task, trial=trial)
+        base: dict[str, Any] = dict(
+            id=trial_id(task, trial), benchmark="taubench", category=domain, task_id=task, trial=trial
+        )
         reward_info = sim.get("reward_info") or {}
         if reason in TAU2_INFRA or not reward_info:
-            trials.append(TrialRecord(**base, status="error", error_type=reason or "no_reward",
-                                      error=f"termination_reason={reason}"))
+            trials.append(
+                TrialRecord(
+                    **base, status="error", error_type=reason or "no_reward", error=f"termination_reason={reason}"
+                )
+            )
             continue
         reward = float(reward_info.get("reward", 0.0))
-        trials.append(TrialRecord(**base, status="pass" if reward >= SUCCESS_MIN else "fail",
-                                  reward=reward, details={"termination_reason": reason}))
+        trials.append(
+            TrialRecord(
+                **base,
+                status="pass" if reward >= SUCCESS_MIN else "fail",
+                reward=reward,
+                details={"termination_reason": reason},
+            )
+        )
     return trials
 
 

@@ -1,4 +1,5 @@
 """``python -m interact_with_env``: roll out agents in synthesized environments."""
+
 from __future__ import annotations
 
 import sys
@@ -14,7 +15,10 @@ COMMANDS = {
     "call": ("interact_with_env.commands.call", "call one tool and print observation, diff and hash"),
     "app": ("interact_with_env.commands.app", "Gradio play demo (127.0.0.1)"),
     "serve-mcp": ("interact_with_env.commands.serve_mcp", "serve one environment's tools over MCP (stdio)"),
-    "serve-openenv": ("interact_with_env.commands.serve_openenv", "serve scenarios as an OpenEnv environment (HTTP/WS)"),
+    "serve-openenv": (
+        "interact_with_env.commands.serve_openenv",
+        "serve scenarios as an OpenEnv environment (HTTP/WS)",
+    ),
     "export-openenv": ("interact_with_env.commands.export_openenv", "write an OpenEnv environment folder (Space)"),
 }
 

@@ -1,7 +1,8 @@
 """Typed configuration of the ``interact_with_env`` stage (section ``interact_with_env``)."""
+
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import ConfigDict, Field
 
@@ -48,15 +49,15 @@ class InteractConfig(StageConfig):
     mode: Literal["task", "user"] = "task"
     agent_mode: Literal["fc", "text"] = "fc"
     samples: int = Field(default=1, ge=1, le=1000)
-    max_steps: Optional[int] = Field(default=None, ge=1, le=1000)
+    max_steps: int | None = Field(default=None, ge=1, le=1000)
     seed: int = 0
-    temperature: Optional[float] = 0.7
-    user_temperature: Optional[float] = 0.7
-    max_tokens: Optional[int] = None
-    user_max_tokens: Optional[int] = 400
+    temperature: float | None = 0.7
+    user_temperature: float | None = 0.7
+    max_tokens: int | None = None
+    user_max_tokens: int | None = 400
     progress_reward: bool = True
     checker_timeout_s: float = 2.0
-    pool_size: Optional[int] = Field(default=None, ge=1)
+    pool_size: int | None = Field(default=None, ge=1)
     max_k: int = 8
     repeat_note: bool = False
     filter: FilterConfig = Field(default_factory=FilterConfig)
@@ -64,12 +65,18 @@ class InteractConfig(StageConfig):
     def rollout_settings(self) -> RolloutSettings:
         """The engine settings this config describes."""
         steps = self.max_steps or (40 if self.mode == "user" else 30)
-        return RolloutSettings(mode=self.mode, agent_mode=self.agent_mode, max_steps=steps,
-                               temperature=self.temperature, user_temperature=self.user_temperature,
-                               max_tokens=self.max_tokens, user_max_tokens=self.user_max_tokens,
-                               repeat_note=self.repeat_note)
+        return RolloutSettings(
+            mode=self.mode,
+            agent_mode=self.agent_mode,
+            max_steps=steps,
+            temperature=self.temperature,
+            user_temperature=self.user_temperature,
+            max_tokens=self.max_tokens,
+            user_max_tokens=self.user_max_tokens,
+            repeat_note=self.repeat_note,
+        )
 
-    def with_llm_concurrency(self) -> "InteractConfig":
+    def with_llm_concurrency(self) -> InteractConfig:
         """Lets the shared endpoint clients carry as many requests as episodes in flight."""
         llm = {role: dict(values) for role, values in self.llm.items()}
         default = llm.setdefault("default", {})

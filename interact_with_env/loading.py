@@ -1,9 +1,11 @@
 """Loading environments and scenarios for commands, with one-line errors for bad input."""
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from envscaler_core.artifacts import EnvSpec, Scenario
 from envscaler_core.cli import UserError
@@ -22,7 +24,7 @@ def read_envs(path: Path) -> dict[str, EnvSpec]:
     return envs
 
 
-def read_env(path: Path, env_id: Optional[str]) -> EnvSpec:
+def read_env(path: Path, env_id: str | None) -> EnvSpec:
     """One environment (``env_id`` may be omitted when the file holds only one)."""
     envs = read_envs(path)
     if env_id is None:
@@ -34,7 +36,7 @@ def read_env(path: Path, env_id: Optional[str]) -> EnvSpec:
     return envs[env_id]
 
 
-def read_scenarios(path: Path, envs: dict[str, EnvSpec], ids: Optional[Iterable[str]] = None) -> list[Scenario]:
+def read_scenarios(path: Path, envs: dict[str, EnvSpec], ids: Iterable[str] | None = None) -> list[Scenario]:
     """Scenarios (optionally only ``ids``), each checked to name a loaded environment."""
     try:
         scenarios = load_scenarios(path)

@@ -4,6 +4,7 @@ Tools are the environment's tools with their JSON schemas; a call returns the ob
 JSON text (and as structured content), ``is_error`` when the call failed, and the state diff
 and new state hash in ``_meta``. The resource ``env://state`` holds the current state.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -35,26 +36,48 @@ def build_server(session: EnvSession, env_id: str) -> Server:
         result = await asyncio.to_thread(session.call, params.name, params.arguments or {})
         text = json.dumps(result.observation, ensure_ascii=False)
         return types.CallToolResult(
-            content=[types.TextContent(text=text)], structured_content=result.observation,
+            content=[types.TextContent(text=text)],
+            structured_content=result.observation,
             is_error=not result.ok,
-            _meta={"envscaler": {"error_type": result.error_type, "state_diff": result.state_diff,
-                                 "state_hash": result.state_hash}})
+            _meta={
+                "envscaler": {
+                    "error_type": result.error_type,
+                    "state_diff": result.state_diff,
+                    "state_hash": result.state_hash,
+                }
+            },
+        )
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=[types.Resource(
-            uri=STATE_URI, name="state", description=f"current state of {env_id}", mime_type="application/json")])
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    uri=STATE_URI, name="state", description=f"current state of {env_id}", mime_type="application/json"
+                )
+            ]
+        )
 
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         if str(params.uri) != STATE_URI:
             raise ValueError(f"unknown resource {params.uri}")
         state = await asyncio.to_thread(session.snapshot)
-        return types.ReadResourceResult(contents=[types.TextResourceContents(
-            uri=STATE_URI, mime_type="application/json", text=json.dumps(state, ensure_ascii=False))])
+        return types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(
+                    uri=STATE_URI, mime_type="application/json", text=json.dumps(state, ensure_ascii=False)
+                )
+            ]
+        )
 
-    return Server(f"envscaler-{env_id}", version="0.1.0",
-                  instructions=f"Tools of the EnvScaler environment {env_id}; every call changes one live instance.",
-                  on_list_tools=list_tools, on_call_tool=call_tool,
-                  on_list_resources=list_resources, on_read_resource=read_resource)
+    return Server(
+        f"envscaler-{env_id}",
+        version="0.1.0",
+        instructions=f"Tools of the EnvScaler environment {env_id}; every call changes one live instance.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+    )
 
 
 async def serve_stdio(session: EnvSession, env_id: str) -> None:

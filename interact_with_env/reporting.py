@@ -1,8 +1,10 @@
 """Writing and printing rollout reports."""
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from envscaler_core.artifacts import Trajectory
 from envscaler_core.progress import print_table

@@ -1,8 +1,9 @@
 """Wiring shared by the commands: sandbox, env factory, reward hook, endpoint clients."""
+
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from collections.abc import Iterator
 
 from envscaler_core.rollout import ChecklistReward, RolloutEngine, ScenarioEnvs
 from envscaler_core.runner import StageContext
@@ -32,5 +33,11 @@ def rollout_engine(ctx: StageContext, *, agent: bool = True, user: bool = True) 
     with Sandbox(config.pool_size or max(1, config.concurrency), checker_timeout_s=config.checker_timeout_s) as sandbox:
         reward = ChecklistReward(Scorer(sandbox), progress=config.progress_reward)
         user_client = ctx.client("user") if settings.mode == "user" and user else None
-        yield RolloutEngine(ScenarioEnvs(sandbox), ctx.client("agent") if agent else None, settings,
-                            user_client=user_client, reward_hook=reward, model=None if agent else "human")
+        yield RolloutEngine(
+            ScenarioEnvs(sandbox),
+            ctx.client("agent") if agent else None,
+            settings,
+            user_client=user_client,
+            reward_hook=reward,
+            model=None if agent else "human",
+        )

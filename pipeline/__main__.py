@@ -1,4 +1,5 @@
 """``python -m pipeline --config configs/demo.yaml`` — the whole pipeline, one stage at a time."""
+
 import sys
 
 from pipeline.orchestrate import main

@@ -1,8 +1,8 @@
 """The orchestrator's config: which stage commands to run, with which placeholders."""
+
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
@@ -18,7 +18,7 @@ class Step(BaseModel):
     module: str
     args: list[str] = Field(default_factory=list)
     allow_failure: bool = False
-    only_if_exists: Optional[str] = None
+    only_if_exists: str | None = None
     """Skip the step (and say so) unless this artifact exists and is not empty."""
 
 
@@ -30,9 +30,9 @@ class PipelineConfig(BaseModel):
     seed: int = 0
     """Base seed of every stage's LLM sampling (``ENVSCALER_LLM_SEED`` for the stage processes;
     ``{seed}`` in step args): the same seed gives the same run on one machine."""
-    fallback_envs: Optional[Path] = None
+    fallback_envs: Path | None = None
     """Bundled, proven environment used downstream when no synthesized one is accepted."""
-    fallback_scenarios: Optional[Path] = None
+    fallback_scenarios: Path | None = None
     steps: list[Step] = Field(default_factory=list)
 
 

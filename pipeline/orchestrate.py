@@ -1,4 +1,5 @@
 """Run the stages in order as subprocesses, share one LLM endpoint, summarise honestly."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,12 +9,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Optional
 
 from envscaler_core.cli import UserError
 from pipeline.config import PipelineConfig, Step, load_pipeline_config
-from pipeline.summary import (artifact_paths, count_accepted_envs, count_proven_scenarios, print_summary,
-                              write_run_record)
+from pipeline.summary import (
+    artifact_paths,
+    count_accepted_envs,
+    count_proven_scenarios,
+    print_summary,
+    write_run_record,
+)
 
 log = logging.getLogger("pipeline")
 
@@ -55,13 +60,23 @@ class Run:
         envs, scenarios = out / "envs.jsonl", out / "scenarios.jsonl"
         if count_accepted_envs(envs) == 0 and self.config.fallback_envs:
             envs = self.config.fallback_envs
-        if (self.scenarios_attempted and count_proven_scenarios(scenarios) == 0
-                and self.config.fallback_scenarios and self.config.fallback_envs):
+        if (
+            self.scenarios_attempted
+            and count_proven_scenarios(scenarios) == 0
+            and self.config.fallback_scenarios
+            and self.config.fallback_envs
+        ):
             # the bundled scenarios belong to the bundled environment: switch both together
             envs, scenarios = self.config.fallback_envs, self.config.fallback_scenarios
-        return {"out": str(out), "config": str(self.config_path), "tasks": str(self.config.tasks),
-                "limit": str(self.config.limit), "seed": str(self.config.seed), "envs": str(envs),
-                "scenarios": str(scenarios)}
+        return {
+            "out": str(out),
+            "config": str(self.config_path),
+            "tasks": str(self.config.tasks),
+            "limit": str(self.config.limit),
+            "seed": str(self.config.seed),
+            "envs": str(envs),
+            "scenarios": str(scenarios),
+        }
 
     def scenarios_used(self) -> str:
         """Which scenarios the rollouts ran on: the run's own proven ones, or the bundled ones."""
@@ -101,22 +116,36 @@ class Run:
         if step.module == "scen_generator":
             self.scenarios_attempted = True
         if step.module == "skel_builder" and count_accepted_envs(out / "envs.jsonl") == 0:
-            self._note("No synthesized environment passed inspection with this model"
-                              + (f"; downstream stages use the bundled environment {self.config.fallback_envs}"
-                                 if self.config.fallback_envs else "."))
+            self._note(
+                "No synthesized environment passed inspection with this model"
+                + (
+                    f"; downstream stages use the bundled environment {self.config.fallback_envs}"
+                    if self.config.fallback_envs
+                    else "."
+                )
+            )
         if step.module == "scen_generator" and count_proven_scenarios(out / "scenarios.jsonl") == 0:
-            self._note("No generated scenario was proven with this model"
-                              + (f"; rollouts use the bundled scenarios {self.config.fallback_scenarios}"
-                                 if self.config.fallback_scenarios else "."))
+            self._note(
+                "No generated scenario was proven with this model"
+                + (
+                    f"; rollouts use the bundled scenarios {self.config.fallback_scenarios}"
+                    if self.config.fallback_scenarios
+                    else "."
+                )
+            )
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = _parse(list(argv or []))
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+    )
     try:
-        config = load_pipeline_config(args.config, {"out": args.out, "tasks": args.tasks,
-                                                     "limit": args.limit, "seed": args.seed})
+        config = load_pipeline_config(
+            args.config, {"out": args.out, "tasks": args.tasks, "limit": args.limit, "seed": args.seed}
+        )
         os.environ["ENVSCALER_LLM_SEED"] = str(config.seed)  # before the embedded server's clients
         endpoint = _ensure_endpoint()
     except UserError as exc:
@@ -133,11 +162,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         if not run.run_step(step):
             ok = False
             break
-    print_summary(config.out, endpoint, run.scenarios_used(), run.timings, run.notes,
-                  time.monotonic() - started)
+    print_summary(config.out, endpoint, run.scenarios_used(), run.timings, run.notes, time.monotonic() - started)
     for label, path in artifact_paths(config.out):
         print(f"  {label:<22} {path}")
     envs, scenarios = run.placeholders()["envs"], run.placeholders()["scenarios"]
-    print(f"\nPlay with what was just built:\n  python -m interact_with_env app --envs {envs} "
-          f"--scenarios {scenarios}\n")
+    print(
+        f"\nPlay with what was just built:\n  python -m interact_with_env app --envs {envs} --scenarios {scenarios}\n"
+    )
     return 0 if ok else 1

@@ -1,9 +1,11 @@
 """The end-of-run summary: what was built, kept, proven and learned, and what it cost."""
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -54,9 +56,11 @@ def _episode_figures(trajectories: list[Trajectory]) -> dict[str, Any]:
         in_mode = [t for t in trajectories if t.mode == mode]
         counts.update({f"{sid}|{mode}": c for sid, c in success_counts(in_mode).items()})
     rewards = [t.reward.final for t in trajectories]
-    return {"episodes": len(trajectories),
-            "mean_reward": sum(rewards) / len(rewards) if rewards else None,
-            "pass_hat_k": {str(k): v for k, v in pass_hat_k_table(counts).items()}}
+    return {
+        "episodes": len(trajectories),
+        "mean_reward": sum(rewards) / len(rewards) if rewards else None,
+        "pass_hat_k": {str(k): v for k, v in pass_hat_k_table(counts).items()},
+    }
 
 
 def _episode_rows(figures: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -66,20 +70,20 @@ def _episode_rows(figures: dict[str, Any]) -> list[tuple[str, Any]]:
     return [("episodes", figures["episodes"]), ("mean reward", figures["mean_reward"]), ("pass^k", passk)]
 
 
-def dataset_report(out: Path) -> Optional[dict[str, Any]]:
+def dataset_report(out: Path) -> dict[str, Any] | None:
     """The report of the run's SFT dataset (``sft export``), when there is one."""
     found = sorted((out / "sft").glob("*.report.json")) if (out / "sft").is_dir() else []
     return _json(found[0]) if found else None
 
 
-def _json(path: Path) -> Optional[dict[str, Any]]:
+def _json(path: Path) -> dict[str, Any] | None:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return None
 
 
-def _data_rows(report: Optional[dict[str, Any]]) -> list[tuple[str, Any]]:
+def _data_rows(report: dict[str, Any] | None) -> list[tuple[str, Any]]:
     """What went into the SFT dataset and the RL scenarios, and why the rest did not."""
     if report is None:
         return [("SFT rows kept", "- (no export)")]
@@ -87,15 +91,21 @@ def _data_rows(report: Optional[dict[str, Any]]) -> list[tuple[str, Any]]:
     reasons: dict[str, int] = dict(filtered.get("drop_reasons", {}))
     for reason, n in report.get("drop_reasons", {}).items():
         reasons[reason] = reasons.get(reason, 0) + n
-    rows: list[tuple[str, Any]] = [("trajectories read", filtered.get("read", report.get("read", 0))),
-                                   ("SFT rows kept", report.get("rows", 0))]
+    rows: list[tuple[str, Any]] = [
+        ("trajectories read", filtered.get("read", report.get("read", 0))),
+        ("SFT rows kept", report.get("rows", 0)),
+    ]
     rows += [(f"  dropped: {reason_label(r)}", n) for r, n in sorted(reasons.items())]
     rl = report.get("rl")
     if isinstance(rl, dict):
         low, high = rl.get("band", (0, 1))
-        rows.append((f"RL scenarios kept ({low:g} < pass rate < {high:g})",
-                     f"{rl.get('kept', 0)} of {rl.get('scenarios', 0)} (never solved {rl.get('never_solved', 0)}, "
-                     f"always solved {rl.get('always_solved', 0)})"))
+        rows.append(
+            (
+                f"RL scenarios kept ({low:g} < pass rate < {high:g})",
+                f"{rl.get('kept', 0)} of {rl.get('scenarios', 0)} (never solved {rl.get('never_solved', 0)}, "
+                f"always solved {rl.get('always_solved', 0)})",
+            )
+        )
     return rows
 
 
@@ -112,22 +122,32 @@ def summary_figures(out: Path, scenarios_used: str, wall_s: float) -> dict[str, 
     report = dataset_report(out) or {}
     filtered = report.get("filtered", {})
     manifest = _json(out / "manifest.json") or {}
-    return {"scenarios_used": scenarios_used,
-            "own_scenarios_used": scenarios_used.startswith("its own"),
-            "seed": manifest.get("pipeline", {}).get("seed"),
-            "envs_built": len(envs), "envs_kept": sum(e.get("status") == "accepted" for e in envs),
-            "scenarios_generated": len(scenarios),
-            "scenarios_proven": sum(s.get("status") == "proven" for s in scenarios),
-            "proven_on_own_envs": proven_on_own_envs(envs, scenarios),
-            **_episode_figures(_trajectories(out)),
-            "trajectories_read": filtered.get("read", report.get("read", 0)),
-            "sft_rows": report.get("rows", 0),
-            "sft_drop_reasons": filtered.get("drop_reasons", {}),
-            "rl": report.get("rl"), "wall_s": round(wall_s, 1)}
+    return {
+        "scenarios_used": scenarios_used,
+        "own_scenarios_used": scenarios_used.startswith("its own"),
+        "seed": manifest.get("pipeline", {}).get("seed"),
+        "envs_built": len(envs),
+        "envs_kept": sum(e.get("status") == "accepted" for e in envs),
+        "scenarios_generated": len(scenarios),
+        "scenarios_proven": sum(s.get("status") == "proven" for s in scenarios),
+        "proven_on_own_envs": proven_on_own_envs(envs, scenarios),
+        **_episode_figures(_trajectories(out)),
+        "trajectories_read": filtered.get("read", report.get("read", 0)),
+        "sft_rows": report.get("rows", 0),
+        "sft_drop_reasons": filtered.get("drop_reasons", {}),
+        "rl": report.get("rl"),
+        "wall_s": round(wall_s, 1),
+    }
 
 
-def print_summary(out: Path, endpoint: str, scenarios_used: str, timings: Iterable[tuple[str, float, str]],
-                  notes: list[str], wall_s: float) -> None:
+def print_summary(
+    out: Path,
+    endpoint: str,
+    scenarios_used: str,
+    timings: Iterable[tuple[str, float, str]],
+    notes: list[str],
+    wall_s: float,
+) -> None:
     figures = summary_figures(out, scenarios_used, wall_s)
     write_json_atomic(out / "summary.json", figures)
     rows = [
@@ -144,16 +164,20 @@ def print_summary(out: Path, endpoint: str, scenarios_used: str, timings: Iterab
     print()
     print(f"Rollouts used {scenarios_used}.")
     print_table("EnvScaler pipeline summary", rows)
-    print_table("steps", [(n, f"{s:.0f} s", status) for n, s, status in timings],
-                ["step", "wall", "status"])
-    print_table("LLM usage per stage", _usage_rows(out),
-                ["stage", "calls", "cache hits", "prompt tok", "completion tok", "errors"])
+    print_table("steps", [(n, f"{s:.0f} s", status) for n, s, status in timings], ["step", "wall", "status"])
+    print_table(
+        "LLM usage per stage",
+        _usage_rows(out),
+        ["stage", "calls", "cache hits", "prompt tok", "completion tok", "errors"],
+    )
     for note in notes:
         print(f"NOTE: {note}")
     report = dataset_report(out)
     if report is not None and not report.get("rows"):
-        print("NOTE: The SFT dataset is empty: no trajectory was a finished, unflagged episode with reward 1.0 "
-              "(drops by reason above); `python -m sft export --min-reward 0 --keep-unfinished` exports weaker data.")
+        print(
+            "NOTE: The SFT dataset is empty: no trajectory was a finished, unflagged episode with reward 1.0 "
+            "(drops by reason above); `python -m sft export --min-reward 0 --keep-unfinished` exports weaker data."
+        )
 
 
 def write_run_record(out: Path, record: dict[str, Any]) -> None:
@@ -175,8 +199,16 @@ def _usage_rows(out: Path) -> list[tuple[Any, ...]]:
         prefix = "" if manifest.parent == out else f"{manifest.parent.name}/"
         for name, info in stages.items():
             u = info.get("llm_total", {})
-            rows.append((prefix + name, u.get("calls", 0), u.get("cache_hits", 0),
-                         u.get("prompt_tokens", 0), u.get("completion_tokens", 0), u.get("errors", 0)))
+            rows.append(
+                (
+                    prefix + name,
+                    u.get("calls", 0),
+                    u.get("cache_hits", 0),
+                    u.get("prompt_tokens", 0),
+                    u.get("completion_tokens", 0),
+                    u.get("errors", 0),
+                )
+            )
     return rows
 
 

@@ -1,4 +1,5 @@
 """``python -m rl``: RL on EnvScaler environments (ROLL via gem envs, TRL GRPO)."""
+
 from envscaler_core.cli import run_cli
 
 COMMANDS = {

@@ -6,6 +6,7 @@ report) or ``<tool_call>{json}</tool_call>`` blocks. ROLL's env managers send on
 (the original EnvScaler parses the first block only); ``all`` runs every block in order, like
 parallel calls.
 """
+
 from __future__ import annotations
 
 from typing import Literal

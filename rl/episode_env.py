@@ -16,13 +16,14 @@ is scored; checkers run on the sandbox's separate checker workers. With more env
 workers, an env whose step took the last idle worker parks its session after the step (its state
 stays here; the next call reopens it), so no reset or step waits on an env that is itself waiting.
 """
+
 from __future__ import annotations
 
 import asyncio
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from envscaler_core.artifacts import Trajectory
 from envscaler_core.llm import LLMClient, resolve_llm_config
@@ -32,7 +33,7 @@ from envscaler_core.scoring import Scorer
 from rl.actions import ToolCallMode, parse_action
 from rl.tasks import load_task_set
 
-_SCORERS: "weakref.WeakKeyDictionary[Sandbox, Scorer]" = weakref.WeakKeyDictionary()
+_SCORERS: weakref.WeakKeyDictionary[Sandbox, Scorer] = weakref.WeakKeyDictionary()
 _SCORERS_LOCK = threading.Lock()
 
 
@@ -73,7 +74,7 @@ class EnvOptions:
     progress_reward: bool = False
     reward_on_truncation: bool = False
     pool_size: int = 4
-    user_llm: Optional[dict[str, Any]] = None
+    user_llm: dict[str, Any] | None = None
     require_proven: bool = False
 
 
@@ -84,34 +85,37 @@ class EpisodeEnv:
         self.options = EnvOptions(**options)
         if self.options.tool_call_mode not in ("first", "all"):
             raise ValueError(f"tool_call_mode must be 'first' or 'all', not {self.options.tool_call_mode!r}")
-        self.tasks = load_task_set(self.options.envs_path, self.options.scenarios_path,
-                                   self.options.require_proven)
-        self.settings = RolloutSettings(mode=self.options.mode, agent_mode="text",
-                                        max_steps=self.options.max_steps)
+        self.tasks = load_task_set(self.options.envs_path, self.options.scenarios_path, self.options.require_proven)
+        self.settings = RolloutSettings(mode=self.options.mode, agent_mode="text", max_steps=self.options.max_steps)
         self.sandbox = Sandbox.shared(self.options.pool_size)
         self.scorer = _shared_scorer(self.sandbox)
-        self.engine = RolloutEngine(ScenarioEnvs(self.sandbox), None, self.settings, user_client=self._user_client(),
-                                    reward_hook=ChecklistReward(self.scorer, progress=self.options.progress_reward),
-                                    model="policy")
+        self.engine = RolloutEngine(
+            ScenarioEnvs(self.sandbox),
+            None,
+            self.settings,
+            user_client=self._user_client(),
+            reward_hook=ChecklistReward(self.scorer, progress=self.options.progress_reward),
+            model="policy",
+        )
         self._loop = asyncio.new_event_loop()
-        self.episode: Optional[Episode] = None
+        self.episode: Episode | None = None
         self._env: Any = None  # the sandbox session ScenarioEnvs opens: a ToolEnv that can also park
         self._shares: list[float] = [0.0]
-        self.final_reward: Optional[float] = None
-        self._trajectory: Optional[Trajectory] = None
+        self.final_reward: float | None = None
+        self._trajectory: Trajectory | None = None
         self.session_parks = 0
 
     # ------------------------------------------------------------------ plumbing
     def _run(self, coroutine):
         return self._loop.run_until_complete(coroutine)
 
-    def _user_client(self) -> Optional[LLMClient]:
+    def _user_client(self) -> LLMClient | None:
         if self.options.mode != "user":
             return None
         return LLMClient(resolve_llm_config("user", dict(self.options.user_llm or {})), label="rl-user")
 
     # ------------------------------------------------------------------ gym API
-    def reset(self, seed: Optional[int] = None, task_index: Optional[int] = None) -> tuple[str, dict]:
+    def reset(self, seed: int | None = None, task_index: int | None = None) -> tuple[str, dict]:
         """Start an episode: the scenario is ``task_index`` or drawn with ``seed``.
 
         Returns:
@@ -134,11 +138,18 @@ class EpisodeEnv:
             self.score()
         else:
             self._park_if_contended()
-        first = next(m["content"] for m in self.episode.messages if m["role"] == "user") \
-            if self.episode.messages else ""
-        info = {"system_prompt": policy.system_prompt, "env_instruction": policy.system_prompt,
-                "tools": policy.tools, "task": task.task,
-                "scenario_id": task.scenario_id, "env_id": task.env_id, "mode": self.options.mode}
+        first = (
+            next(m["content"] for m in self.episode.messages if m["role"] == "user") if self.episode.messages else ""
+        )
+        info = {
+            "system_prompt": policy.system_prompt,
+            "env_instruction": policy.system_prompt,
+            "tools": policy.tools,
+            "task": task.task,
+            "scenario_id": task.scenario_id,
+            "env_id": task.env_id,
+            "mode": self.options.mode,
+        }
         return first, info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
@@ -157,15 +168,20 @@ class EpisodeEnv:
         if self.episode.next == "user":
             self._run(self.episode.user_turn())
         new_steps = self.episode.steps[before_steps:]
-        observation = "\n".join(m.get("content") or "" for m in self.episode.messages[before_msgs:]
-                                if m["role"] != "assistant")
+        observation = "\n".join(
+            m.get("content") or "" for m in self.episode.messages[before_msgs:] if m["role"] != "assistant"
+        )
         truncated = self.episode.termination == "max_steps"
         terminated = self.episode.done and not truncated
         reward = self._reward(new_steps)
-        info = {"metrics": {"tool_calls": len(parsed.calls),
-                            "format_error": float(bool(parsed.format_errors)),
-                            "tool_errors": sum(s.error_type is not None for s in new_steps)},
-                "termination": self.episode.termination or None}
+        info = {
+            "metrics": {
+                "tool_calls": len(parsed.calls),
+                "format_error": float(bool(parsed.format_errors)),
+                "tool_errors": sum(s.error_type is not None for s in new_steps),
+            },
+            "termination": self.episode.termination or None,
+        }
         if self.episode.done:
             info["metrics"]["final_reward"] = self.final_reward
             info["metrics"]["num_actions"] = self.episode.agent_turns

@@ -7,15 +7,15 @@ answers without a tool call) and ``EnvScalerUserEnv`` (a simulated user; it ends
 keywords are :class:`rl.episode_env.EnvOptions` (ROLL's ``env_config``). Register them with
 :func:`rl.register.register_envs`.
 """
+
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 try:
     import gem
 except ImportError as exc:  # pragma: no cover - depends on the installation
-    raise ImportError("rl.gem_env needs the `gem-llm` package (pip install gem-llm; ROLL "
-                      "installs it)") from exc
+    raise ImportError("rl.gem_env needs the `gem-llm` package (pip install gem-llm; ROLL installs it)") from exc
 
 from envscaler_core.toolformat import render_call
 from rl.episode_env import EpisodeEnv
@@ -34,7 +34,7 @@ class _EnvScalerGemEnv(gem.Env):
         self.options = dict(options)
         self.core = EpisodeEnv(**options)
 
-    def reset(self, seed: Optional[int] = None, task_index: Optional[int] = None):
+    def reset(self, seed: int | None = None, task_index: int | None = None):
         """``(first user message, info)``; the same ``seed`` gives the same scenario."""
         super().reset(seed)
         return self.core.reset(seed=seed, task_index=task_index)
@@ -50,7 +50,7 @@ class _EnvScalerGemEnv(gem.Env):
         tool = random.choice(self.core.live.agent.tools)["function"]
         return render_call(tool["name"], {})
 
-    def spawn(self, same_state: bool = False, **kwargs: Any) -> "gem.Env":
+    def spawn(self, same_state: bool = False, **kwargs: Any) -> gem.Env:
         if same_state:
             raise NotImplementedError("sandbox sessions are not cloned; reset with the same seed")
         return type(self)(**{**self.options, **kwargs})

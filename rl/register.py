@@ -10,6 +10,7 @@ In a ROLL checkout, append to ``roll/pipeline/agentic/env/__init__.py``::
 or copy the two ``gem.register`` lines of :data:`ENV_IDS`. ``custom_envs.<tag>.env_type`` in
 the pipeline YAML names the id; ``env_config`` holds :class:`rl.episode_env.EnvOptions`.
 """
+
 from __future__ import annotations
 
 ENV_IDS = {

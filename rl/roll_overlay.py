@@ -8,6 +8,7 @@
 ROLL must be able to import this repository (``pip install --no-deps -e <this repo>`` plus
 ``requirements.txt`` in ROLL's environment). Nothing of ROLL is imported here.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -73,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
     target.write_text(render_config(args.envs, args.scenarios, args.val_scenarios, args.pretrain))
     print(f"registration {'added to' if added else 'already in'} {args.roll / ENV_INIT}")
     print(f"pipeline config: {target}")
-    print(f"run: cd {args.roll} && python examples/start_agentic_pipeline.py "
-          f"--config_path envscaler --config_name {CONFIG.stem}")
+    print(
+        f"run: cd {args.roll} && python examples/start_agentic_pipeline.py "
+        f"--config_path envscaler --config_name {CONFIG.stem}"
+    )
     return 0

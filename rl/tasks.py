@@ -1,11 +1,11 @@
 """Which scenario an RL episode runs: loading environments and scenarios, picking by seed."""
+
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional
 
 from envscaler_core.artifacts import EnvSpec, Scenario
 from envscaler_core.cli import UserError
@@ -23,7 +23,7 @@ class TaskSet:
     envs: dict[str, EnvSpec]
     scenarios: tuple[Scenario, ...]
 
-    def task(self, seed: Optional[int] = None, index: Optional[int] = None) -> EpisodeTask:
+    def task(self, seed: int | None = None, index: int | None = None) -> EpisodeTask:
         """The episode task for ``index``, else one drawn with ``seed`` (same seed, same task)."""
         if index is None:
             index = random.Random(seed).randrange(len(self.scenarios))
@@ -51,8 +51,11 @@ def load_task_set(envs_path: str, scenarios_path: str, require_proven: bool = Fa
         if not Path(path).exists():
             raise UserError(f"file not found: {path}")
     envs = {env.env_id or env.id: env for env in load_envs(envs_path).values()}
-    scenarios = tuple(s for s in load_scenarios(scenarios_path) if _usable(s, envs)
-                      and (not require_proven or s.status in USABLE_STATUSES))
+    scenarios = tuple(
+        s
+        for s in load_scenarios(scenarios_path)
+        if _usable(s, envs) and (not require_proven or s.status in USABLE_STATUSES)
+    )
     if not scenarios:
         raise UserError(f"{scenarios_path}: no scenario with checkers and a loaded environment")
     return TaskSet(envs, scenarios)

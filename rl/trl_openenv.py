@@ -10,6 +10,7 @@ environment, and each call goes through OpenEnv's own client (``GenericEnvClient
 scorer gives. So tool results, episode end and reward all come from the server; nothing of the
 sandbox or the checkers runs in the trainer's process. No trl import here.
 """
+
 from __future__ import annotations
 
 import functools
@@ -26,16 +27,24 @@ from envscaler_core.prompts import render_prompt
 
 # Names TRL gives a meaning of its own on an environment class (never tools).
 RESERVED = frozenset({"reset", "get_reward"})
-JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool,
-                              "array": list, "object": dict, "null": type(None)}
+JSON_TYPES: dict[str, Any] = {
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+    "null": type(None),
+}
 
 
 def _client_class():
     try:
         from openenv import GenericEnvClient
     except ImportError as exc:
-        raise UserError(f"the OpenEnv client is not importable ({exc}): run `make setup-trl` and use "
-                        ".venv-trl/bin/python") from None
+        raise UserError(
+            f"the OpenEnv client is not importable ({exc}): run `make setup-trl` and use .venv-trl/bin/python"
+        ) from None
     return GenericEnvClient
 
 
@@ -75,8 +84,14 @@ def tool_method(name: str, description: str, input_schema: dict[str, Any]) -> Ca
     for param in required + optional:
         hint = type_hint(properties[param])
         annotations[param] = hint if param in required else hint | None
-        params.append(inspect.Parameter(param, inspect.Parameter.KEYWORD_ONLY, annotation=annotations[param],
-                                        default=inspect.Parameter.empty if param in required else None))
+        params.append(
+            inspect.Parameter(
+                param,
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=annotations[param],
+                default=inspect.Parameter.empty if param in required else None,
+            )
+        )
     annotations["return"] = str
 
     def call(self: OpenEnvEpisode, **arguments: Any) -> str:
@@ -233,13 +248,15 @@ def system_prompt(env_introduction: str) -> str:
 
     The tools are not in it: TRL renders them with the model's chat template.
     """
-    intro = f"The following is an introduction to the current environment:\n{env_introduction}" \
-        if env_introduction else ""
+    intro = (
+        f"The following is an introduction to the current environment:\n{env_introduction}" if env_introduction else ""
+    )
     return render_prompt("rl", "agent_openenv.md", env_introduction=intro).rstrip()
 
 
-def environment_classes(url: str, scenario_ids: list[str], headers: dict[str, str] | None = None,
-                        repeat: int = 1) -> ServerTasks:
+def environment_classes(
+    url: str, scenario_ids: list[str], headers: dict[str, str] | None = None, repeat: int = 1
+) -> ServerTasks:
     """Probe each scenario on the server; build one class per environment and the prompt rows.
 
     Each row is ``{"prompt": [system, user], "scenario_id", "environment"}``: TRL routes a row
@@ -255,13 +272,22 @@ def environment_classes(url: str, scenario_ids: list[str], headers: dict[str, st
             clash = sorted(RESERVED & {t["name"] for t in tools})
             if clash:
                 raise UserError(f"environment {env_id!r} has tools named {clash}, which TRL reserves")
-            methods = {t["name"]: tool_method(t["name"], t.get("description") or "", t.get("input_schema") or {})
-                       for t in tools}
+            methods = {
+                t["name"]: tool_method(t["name"], t.get("description") or "", t.get("input_schema") or {})
+                for t in tools
+            }
             attributes = {"_url": url, "_headers": headers, "_env_id": env_id, "_log": log, **methods}
             classes[env_id] = type(_class_name(env_id), (OpenEnvEpisode,), attributes)
-        rows.append({"prompt": [{"role": "system", "content": system_prompt(observation.get("env_introduction", ""))},
-                                {"role": "user", "content": observation.get("request", "")}],
-                     "scenario_id": scenario_id, "environment": env_id})
+        rows.append(
+            {
+                "prompt": [
+                    {"role": "system", "content": system_prompt(observation.get("env_introduction", ""))},
+                    {"role": "user", "content": observation.get("request", "")},
+                ],
+                "scenario_id": scenario_id,
+                "environment": env_id,
+            }
+        )
     return ServerTasks(classes=classes, rows=rows * max(1, repeat), log=log)
 
 

@@ -10,6 +10,7 @@ the server's checklist reward. The same command serves CPU smoke runs (a tiny mo
 ``use_vllm=true``). Writes ``trl_summary.json`` (steps, losses, rewards, wall seconds) and
 ``episodes.jsonl`` (each rollout's calls and the reward the server gave) in ``--out``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,10 +30,20 @@ from envscaler_core.cli import UserError
 from envscaler_core.config import parse_overrides
 
 SMOKE_DEFAULTS: dict[str, Any] = {
-    "max_steps": 4, "per_device_train_batch_size": 4, "num_generations": 4,
-    "max_completion_length": 256, "max_tool_calling_iterations": 6, "learning_rate": 1e-5,
-    "logging_steps": 1, "save_strategy": "no", "report_to": "none", "bf16": False,
-    "temperature": 0.99, "beta": 0.0, "seed": 0, "dataloader_num_workers": 0,
+    "max_steps": 4,
+    "per_device_train_batch_size": 4,
+    "num_generations": 4,
+    "max_completion_length": 256,
+    "max_tool_calling_iterations": 6,
+    "learning_rate": 1e-5,
+    "logging_steps": 1,
+    "save_strategy": "no",
+    "report_to": "none",
+    "bf16": False,
+    "temperature": 0.99,
+    "beta": 0.0,
+    "seed": 0,
+    "dataloader_num_workers": 0,
 }
 SERVER_READY_S = 120.0
 
@@ -42,13 +53,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenarios", type=Path, required=True, help="scenarios.jsonl")
     parser.add_argument("--model", required=True, help="model directory (local path) or hub id")
     parser.add_argument("--out", type=Path, required=True, help="output directory")
-    parser.add_argument("--env-url", help="a running serve-openenv server for these scenarios "
-                        "(default: start one on a free loopback port)")
-    parser.add_argument("--token", default=os.environ.get("ENVSCALER_OPENENV_TOKEN"),
-                        help="bearer token of --env-url (default: $ENVSCALER_OPENENV_TOKEN)")
+    parser.add_argument(
+        "--env-url",
+        help="a running serve-openenv server for these scenarios (default: start one on a free loopback port)",
+    )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("ENVSCALER_OPENENV_TOKEN"),
+        help="bearer token of --env-url (default: $ENVSCALER_OPENENV_TOKEN)",
+    )
     parser.add_argument("--scenario-id", action="append", default=[], help="train on these scenarios only")
-    parser.add_argument("--set", dest="overrides", action="append", default=[],
-                        metavar="KEY=VALUE", help="GRPOConfig field")
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="GRPOConfig field"
+    )
 
 
 def _import_trl():
@@ -85,8 +102,20 @@ def local_server(envs: Path, scenarios: Path, out: Path, max_sessions: int) -> I
     """``serve-openenv`` of this interpreter on a free loopback port, for the block's duration."""
     port = _free_port()
     log = out / "openenv_server.log"
-    cmd = [sys.executable, "-m", "interact_with_env", "serve-openenv", "--envs", str(envs), "--scenarios",
-           str(scenarios), "--port", str(port), "--max-sessions", str(max_sessions)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "interact_with_env",
+        "serve-openenv",
+        "--envs",
+        str(envs),
+        "--scenarios",
+        str(scenarios),
+        "--port",
+        str(port),
+        "--max-sessions",
+        str(max_sessions),
+    ]
     with log.open("w") as sink:
         proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -117,7 +146,8 @@ def _summary(trainer, tasks, started: float) -> dict[str, Any]:
     losses = [float(entry["loss"]) for entry in logs]
     env_keys = [f"rewards/{cls.__name__}/mean" for cls in tasks.classes.values()]
     return {
-        "steps": trainer.state.global_step, "losses": losses,
+        "steps": trainer.state.global_step,
+        "losses": losses,
         "loss_finite": bool(losses) and all(math.isfinite(x) for x in losses),
         "mean_rewards": [entry.get("reward") for entry in logs],
         "env_rewards": [{key: entry[key] for key in env_keys if key in entry} for entry in logs],
@@ -135,8 +165,12 @@ def _train(args: argparse.Namespace, url: str, headers: dict[str, str] | None, s
     tasks = environment_classes(url, _scenario_ids(args), headers, repeat=settings["per_device_train_batch_size"])
     config = config_cls(**settings)
     started = time.monotonic()
-    trainer = trainer_cls(model=args.model, args=config, train_dataset=dataset_cls.from_list(tasks.rows),
-                          environment_factory=tasks.classes)
+    trainer = trainer_cls(
+        model=args.model,
+        args=config,
+        train_dataset=dataset_cls.from_list(tasks.rows),
+        environment_factory=tasks.classes,
+    )
     try:
         trainer.train()
     finally:

@@ -1,4 +1,5 @@
 """``python -m scen_generator COMMAND``: initial states, tasks, checkers, proof, export."""
+
 from __future__ import annotations
 
 import sys

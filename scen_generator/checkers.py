@@ -1,8 +1,8 @@
 """Step 3: a "Has ...?" checklist per task and one ``check_func`` per item (```python blocks)."""
+
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 from pydantic import BaseModel
 
@@ -10,7 +10,6 @@ from envscaler_core.artifacts import EnvSpec, Scenario
 from envscaler_core.codegen import CodeExtractionError, extract_python
 from envscaler_core.llm.client import LLMClient, StructuredOutputError
 from envscaler_core.prompts import render_prompt
-
 from scen_generator.config import ScenGeneratorConfig
 from scen_generator.context import entities_text, introduction, state_text
 
@@ -34,15 +33,21 @@ def clean_items(items: list[str], limit: int) -> list[str]:
     return out[:limit]
 
 
-async def generate_checklist(client: LLMClient, env: EnvSpec, task: str,
-                             cfg: ScenGeneratorConfig, label: str) -> list[str]:
+async def generate_checklist(
+    client: LLMClient, env: EnvSpec, task: str, cfg: ScenGeneratorConfig, label: str
+) -> list[str]:
     """The checklist of ``task`` (empty if the model gives none)."""
-    prompt = render_prompt("scen_generator", "checklist.md", entities=entities_text(env), task=task,
-                           max_items=cfg.max_checklist_items)
+    prompt = render_prompt(
+        "scen_generator", "checklist.md", entities=entities_text(env), task=task, max_items=cfg.max_checklist_items
+    )
     try:
-        answer = await client.structured([{"role": "user", "content": prompt}], Checklist,
-                                         temperature=cfg.code_temperature, max_tokens=cfg.max_tokens,
-                                         label=label)
+        answer = await client.structured(
+            [{"role": "user", "content": prompt}],
+            Checklist,
+            temperature=cfg.code_temperature,
+            max_tokens=cfg.max_tokens,
+            label=label,
+        )
     except StructuredOutputError:
         return []
     return clean_items(answer.items, cfg.max_checklist_items)
@@ -51,23 +56,43 @@ async def generate_checklist(client: LLMClient, env: EnvSpec, task: str,
 def checker_prompt(env: EnvSpec, scenario: Scenario, item: str, feedback: str = "") -> list[dict]:
     """Messages asking for the checker of one item (``feedback`` = the failure to fix)."""
     containers = ", ".join(f'"{k}"' for k in scenario.init_config)
-    text = render_prompt("scen_generator", "check_func.md", introduction=introduction(env),
-                         state=state_text(scenario.init_config), task=scenario.task,
-                         containers=containers, item=item,
-                         feedback=f"\n# Your previous attempt failed\n{feedback}\n" if feedback else "")
+    text = render_prompt(
+        "scen_generator",
+        "check_func.md",
+        introduction=introduction(env),
+        state=state_text(scenario.init_config),
+        task=scenario.task,
+        containers=containers,
+        item=item,
+        feedback=f"\n# Your previous attempt failed\n{feedback}\n" if feedback else "",
+    )
     return [{"role": "user", "content": text}]
 
 
-async def generate_checker(client: LLMClient, env: EnvSpec, scenario: Scenario, item: str,
-                           cfg: ScenGeneratorConfig, label: str, *, feedback: str = "",
-                           salt: str = "", temperature: Optional[float] = None) -> Optional[str]:
+async def generate_checker(
+    client: LLMClient,
+    env: EnvSpec,
+    scenario: Scenario,
+    item: str,
+    cfg: ScenGeneratorConfig,
+    label: str,
+    *,
+    feedback: str = "",
+    salt: str = "",
+    temperature: float | None = None,
+) -> str | None:
     """One ``check_func`` source for ``item``, or None after ``checker_attempts`` unusable answers."""
     messages = checker_prompt(env, scenario, item, feedback)
     for attempt in range(cfg.checker_attempts):
         try:
             temp = cfg.code_temperature if temperature is None else temperature
-            result = await client.chat(messages, temperature=temp, max_tokens=cfg.max_tokens,
-                                       cache_salt=f"checker:{salt}:{attempt}", label=label)
+            result = await client.chat(
+                messages,
+                temperature=temp,
+                max_tokens=cfg.max_tokens,
+                cache_salt=f"checker:{salt}:{attempt}",
+                label=label,
+            )
             return extract_python(result.content, function="check_func")
         except CodeExtractionError:
             continue

@@ -1,7 +1,8 @@
 """Typed configuration of the scen_generator stage and the names of its files in a run dir."""
+
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal
 
 from envscaler_core.config import StageConfig
 
@@ -101,7 +102,7 @@ class ScenGeneratorConfig(StageConfig):
     plan_missing_values: Literal["reask", "append"] = "reask"
     solve_samples: int = 0
     solve_max_steps: int = 10
-    solve_temperature: Optional[float] = 0.7
-    solve_max_tokens: Optional[int] = 512
+    solve_temperature: float | None = 0.7
+    solve_max_tokens: int | None = 512
     solve_agent_mode: Literal["fc", "text"] = "fc"
     solve_repeat_note: bool = False

@@ -1,4 +1,5 @@
 """Text blocks about an environment that every prompt of this stage shows the model."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,10 @@ _STATE_CHARS = 6000
 
 def entities_text(env: EnvSpec) -> str:
     """One line per entity: name, attributes, description."""
-    lines = [f"- {e.entity}: {', '.join(e.attributes)}" + (f" ({e.description})" if e.description else "")
-             for e in env.state_space_definition]
+    lines = [
+        f"- {e.entity}: {', '.join(e.attributes)}" + (f" ({e.description})" if e.description else "")
+        for e in env.state_space_definition
+    ]
     return "\n".join(lines) or "(see the source code)"
 
 

@@ -8,10 +8,12 @@ and an agent that also changes other things is not punished.
 Volatile values (a timestamp or a generated id that differs between two replays of the same
 calls) are never compared: an agent's run could not reproduce them.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 _SCALARS = (str, int, float, bool, type(None))
 
@@ -41,8 +43,11 @@ def _is_table(value: Any) -> bool:
 
 
 def _changed_fields(before: dict, after: dict, volatile: set[str]) -> dict[str, Any]:
-    return {k: v for k, v in after.items()
-            if k not in volatile and (k not in before or before[k] != v or type(before[k]) is not type(v))}
+    return {
+        k: v
+        for k, v in after.items()
+        if k not in volatile and (k not in before or before[k] != v or type(before[k]) is not type(v))
+    }
 
 
 def _describe(value: Any) -> str:
@@ -50,10 +55,12 @@ def _describe(value: Any) -> str:
 
 
 def _field_checker(container: str, key: str, fields: dict[str, Any]) -> str:
-    lines = ["def check_func(final_state, initial_state):",
-             f"    record = final_state.get({container!r}, {{}}).get({key!r})",
-             "    if not isinstance(record, dict):",
-             "        return False"]
+    lines = [
+        "def check_func(final_state, initial_state):",
+        f"    record = final_state.get({container!r}, {{}}).get({key!r})",
+        "    if not isinstance(record, dict):",
+        "        return False",
+    ]
     lines += [f"    if record.get({name!r}) != {value!r}:\n        return False" for name, value in fields.items()]
     lines.append("    return True")
     return "\n".join(lines) + "\n"
@@ -61,25 +68,27 @@ def _field_checker(container: str, key: str, fields: dict[str, Any]) -> str:
 
 def _new_record_checker(container: str, fields: dict[str, Any]) -> str:
     wanted = repr(fields)
-    return ("def check_func(final_state, initial_state):\n"
-            f"    before = initial_state.get({container!r}, {{}})\n"
-            f"    wanted = {wanted}\n"
-            f"    for key, record in final_state.get({container!r}, {{}}).items():\n"
-            "        if key in before or not isinstance(record, dict):\n"
-            "            continue\n"
-            "        if all(record.get(name) == value for name, value in wanted.items()):\n"
-            "            return True\n"
-            "    return False\n")
+    return (
+        "def check_func(final_state, initial_state):\n"
+        f"    before = initial_state.get({container!r}, {{}})\n"
+        f"    wanted = {wanted}\n"
+        f"    for key, record in final_state.get({container!r}, {{}}).items():\n"
+        "        if key in before or not isinstance(record, dict):\n"
+        "            continue\n"
+        "        if all(record.get(name) == value for name, value in wanted.items()):\n"
+        "            return True\n"
+        "    return False\n"
+    )
 
 
 def _removed_checker(container: str, key: str) -> str:
-    return ("def check_func(final_state, initial_state):\n"
-            f"    return {key!r} not in final_state.get({container!r}, {{}})\n")
+    return (
+        f"def check_func(final_state, initial_state):\n    return {key!r} not in final_state.get({container!r}, {{}})\n"
+    )
 
 
 def _value_checker(name: str, value: Any) -> str:
-    return ("def check_func(final_state, initial_state):\n"
-            f"    return final_state.get({name!r}) == {value!r}\n")
+    return f"def check_func(final_state, initial_state):\n    return final_state.get({name!r}) == {value!r}\n"
 
 
 def _mentionable(values: Iterable[Any], hint: set[Any]) -> list[Any]:
@@ -87,18 +96,27 @@ def _mentionable(values: Iterable[Any], hint: set[Any]) -> list[Any]:
 
     Values the environment derived itself (a status set by a checkout, a counter) are left out.
     """
-    return [v for v in values if isinstance(v, (str, int, float)) and not isinstance(v, bool)
-            and str(v).strip() and _hashable_in(v, hint)]
+    return [
+        v
+        for v in values
+        if isinstance(v, (str, int, float)) and not isinstance(v, bool) and str(v).strip() and _hashable_in(v, hint)
+    ]
 
 
-def _record_checks(container: str, before: dict, after: dict, volatile: dict[str, set[str]],
-                   new_fields_hint: set[Any]) -> list[DiffCheck]:
+def _record_checks(
+    container: str, before: dict, after: dict, volatile: dict[str, set[str]], new_fields_hint: set[Any]
+) -> list[DiffCheck]:
     checks = []
     for key in before:
         if key not in after:
-            checks.append(DiffCheck(f"Has the {container} record '{key}' been removed?",
-                                    _removed_checker(container, key), _mentionable([key], new_fields_hint),
-                                    f"Remove the {container} record '{key}'."))
+            checks.append(
+                DiffCheck(
+                    f"Has the {container} record '{key}' been removed?",
+                    _removed_checker(container, key),
+                    _mentionable([key], new_fields_hint),
+                    f"Remove the {container} record '{key}'.",
+                )
+            )
     for key, record in after.items():
         skip = volatile.get(key, set())
         if key not in before:
@@ -107,20 +125,32 @@ def _record_checks(container: str, before: dict, after: dict, volatile: dict[str
             fields = hinted or fields
             if fields:
                 text = ", ".join(f"{k} = {_describe(v)}" for k, v in fields.items())
-                checks.append(DiffCheck(f"Has a new {container} record been created with {text}?",
-                                        _new_record_checker(container, fields), _mentionable(fields.values(), new_fields_hint),
-                                        f"Create a new {container} record with {text}."))
+                checks.append(
+                    DiffCheck(
+                        f"Has a new {container} record been created with {text}?",
+                        _new_record_checker(container, fields),
+                        _mentionable(fields.values(), new_fields_hint),
+                        f"Create a new {container} record with {text}.",
+                    )
+                )
             continue
         if "*" in skip:
             continue
         changed = _changed_fields(before[key], record, skip) if isinstance(before[key], dict) else {}
         if changed:
             text = " and ".join(f"{k} {_describe(v)}" for k, v in changed.items())
-            sets = ", ".join(f"set {k} to {_describe(v)}" + (f" (now {_describe(before[key][k])})" if k in before[key] else "")
-                             for k, v in changed.items())
-            checks.append(DiffCheck(f"Has the {container} record '{key}' got {text}?",
-                                    _field_checker(container, key, changed), _mentionable([key, *changed.values()], new_fields_hint),
-                                    f"Change the {container} record '{key}': {sets}."))
+            sets = ", ".join(
+                f"set {k} to {_describe(v)}" + (f" (now {_describe(before[key][k])})" if k in before[key] else "")
+                for k, v in changed.items()
+            )
+            checks.append(
+                DiffCheck(
+                    f"Has the {container} record '{key}' got {text}?",
+                    _field_checker(container, key, changed),
+                    _mentionable([key, *changed.values()], new_fields_hint),
+                    f"Change the {container} record '{key}': {sets}.",
+                )
+            )
     return checks
 
 
@@ -156,8 +186,14 @@ def volatile_paths(first: dict, second: dict) -> dict[str, dict[str, set[str]]]:
     return out
 
 
-def diff_checks(initial: dict, final: dict, *, volatile: dict[str, dict[str, set[str]]] | None = None,
-                argument_values: Iterable[Any] = (), limit: int = 8) -> list[DiffCheck]:
+def diff_checks(
+    initial: dict,
+    final: dict,
+    *,
+    volatile: dict[str, dict[str, set[str]]] | None = None,
+    argument_values: Iterable[Any] = (),
+    limit: int = 8,
+) -> list[DiffCheck]:
     """One check per record (or top-level value) the reference changed, at most ``limit``.
 
     Args:
@@ -182,9 +218,14 @@ def diff_checks(initial: dict, final: dict, *, volatile: dict[str, dict[str, set
             checks.extend(_record_checks(name, before or {}, after or {}, marks, hint))
         elif after is not None and (before is None or not isinstance(after, dict)) and len(repr(after)) <= 400:
             now = f" (now {_describe(before)})" if before is not None and len(repr(before)) <= 200 else ""
-            checks.append(DiffCheck(f"Has {name} become {_describe(after)}?", _value_checker(name, after),
-                                    _mentionable([after] if not isinstance(after, (list, dict)) else [], hint),
-                                    f"Set {name} to {_describe(after)}{now}."))
+            checks.append(
+                DiffCheck(
+                    f"Has {name} become {_describe(after)}?",
+                    _value_checker(name, after),
+                    _mentionable([after] if not isinstance(after, (list, dict)) else [], hint),
+                    f"Set {name} to {_describe(after)}{now}.",
+                )
+            )
     return checks[:limit]
 
 

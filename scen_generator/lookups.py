@@ -7,16 +7,18 @@ and only when a query tool of the environment, called from the initial state, sh
 to that description (so the agent can find it). The checkers are unchanged (they compare the id);
 only what the request must say changes: the description instead of the id, never the id itself.
 """
+
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any, Iterator
+from typing import Any
 
-from envscaler_core.artifacts import EnvSpec, LookupRecord as Lookup, ToolCall
+from envscaler_core.artifacts import EnvSpec, ToolCall
+from envscaler_core.artifacts import LookupRecord as Lookup
 from envscaler_core.runtime import Sandbox
-
 from scen_generator.diff_checks import DiffCheck
 from scen_generator.probes import is_query_tool
 
@@ -90,8 +92,9 @@ def _probe_calls(tools: list[dict], value: str) -> list[ToolCall]:
     return calls
 
 
-def find_lookups(sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[ToolCall], tools: list[dict],
-                 wanted: int) -> list[Lookup]:
+def find_lookups(
+    sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[ToolCall], tools: list[dict], wanted: int
+) -> list[Lookup]:
     """Up to ``wanted`` ids of ``calls`` the agent could find with a query tool from ``state``."""
     if wanted <= 0:
         return []
@@ -103,8 +106,7 @@ def find_lookups(sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[ToolCa
             if not probes:
                 break
             replay = sandbox.replay(env, state, probes)
-            tool = next((r.tool for r in replay.results
-                         if r.ok and _shows(r.observation, key, value)), None)
+            tool = next((r.tool for r in replay.results if r.ok and _shows(r.observation, key, value)), None)
             if tool:
                 found.append(Lookup(container=container, key=key, field=name, value=value, tool=tool))
                 break
@@ -140,8 +142,7 @@ def _described(text: str, lookup: Lookup) -> str:
 
 def given_ids(task: str, lookups: list[Lookup]) -> list[Lookup]:
     """Lookups whose id the request names anyway (then nothing is left to look up)."""
-    return [lk for lk in lookups
-            if re.search(rf"(?<![\w-]){re.escape(lk.key)}(?![\w-])", task, re.I)]
+    return [lk for lk in lookups if re.search(rf"(?<![\w-]){re.escape(lk.key)}(?![\w-])", task, re.I)]
 
 
 def touched_records(initial: dict, final: dict) -> int:

@@ -3,13 +3,13 @@
 Two kinds: drop one state-changing call, or change one argument of a state-changing call (to
 another value of the same field found in the state, e.g. the wrong member, else a perturbed value).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from envscaler_core.artifacts import ToolCall
-
 from scen_generator.probes import leaf_fields
 
 
@@ -22,7 +22,7 @@ class Mutant:
     calls: list[ToolCall]
 
 
-def _other_value(name: str, value: Any, state: dict) -> Optional[Any]:
+def _other_value(name: str, value: Any, state: dict) -> Any | None:
     if isinstance(value, bool):
         return not value
     if isinstance(value, (int, float)):
@@ -37,8 +37,7 @@ def _other_value(name: str, value: Any, state: dict) -> Optional[Any]:
 
 def drop_mutants(calls: list[ToolCall], changing_steps: list[int]) -> list[Mutant]:
     """One mutant per state-changing step, without that step."""
-    return [Mutant("drop", f"drop step {i + 1} {calls[i].name}", calls[:i] + calls[i + 1:])
-            for i in changing_steps]
+    return [Mutant("drop", f"drop step {i + 1} {calls[i].name}", calls[:i] + calls[i + 1 :]) for i in changing_steps]
 
 
 def arg_mutants(calls: list[ToolCall], changing_steps: list[int], state: dict) -> list[Mutant]:
@@ -50,15 +49,21 @@ def arg_mutants(calls: list[ToolCall], changing_steps: list[int], state: dict) -
             if other is None:
                 continue
             changed = ToolCall(name=calls[i].name, arguments={**calls[i].arguments, name: other})
-            out.append(Mutant("arg", f"step {i + 1} {calls[i].name}: {name}={value!r} -> {other!r}",
-                              calls[:i] + [changed] + calls[i + 1:]))
+            out.append(
+                Mutant(
+                    "arg",
+                    f"step {i + 1} {calls[i].name}: {name}={value!r} -> {other!r}",
+                    calls[:i] + [changed] + calls[i + 1 :],
+                )
+            )
     return out
 
 
-def make_mutants(calls: list[ToolCall], changing_steps: list[int], state: dict,
-                 limit: int, with_args: bool = True) -> list[Mutant]:
+def make_mutants(
+    calls: list[ToolCall], changing_steps: list[int], state: dict, limit: int, with_args: bool = True
+) -> list[Mutant]:
     """Drop mutants first (they matter most), then argument mutants, at most ``limit``."""
     mutants = drop_mutants(calls, changing_steps)
     if with_args:
         mutants += arg_mutants(calls, changing_steps, state)
-    return mutants[:max(0, limit)]
+    return mutants[: max(0, limit)]

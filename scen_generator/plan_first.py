@@ -7,25 +7,25 @@ keeps only those that succeed and change the state, the checkers are written fro
 difference (:mod:`scen_generator.diff_checks`), and the model finally words the user's request,
 which must mention every value the checkers require. The usual proof then runs unchanged.
 """
+
 from __future__ import annotations
 
 import itertools
 import json
 import re
-from typing import Any, Callable, Iterator, Optional, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from envscaler_core.artifacts import EnvSpec, ToolCall
 from envscaler_core.llm.client import LLMClient, StructuredOutputError
 from envscaler_core.prompts import render_prompt
 from envscaler_core.runtime import Replay, Sandbox, state_hash
-
 from scen_generator.config import ScenGeneratorConfig
 from scen_generator.context import introduction, rules_text, state_text, tools_text
 from scen_generator.diff_checks import DiffCheck, diff_checks, missing_values, volatile_paths
-from scen_generator.lookups import (Lookup, description, find_lookups, given_ids, hide_ids, leaves,
-                                    touched_records)
-from scen_generator.reference import reference_model
+from scen_generator.lookups import Lookup, description, find_lookups, given_ids, hide_ids, leaves, touched_records
 from scen_generator.probes import is_query_tool
+from scen_generator.reference import reference_model
 from scen_generator.tasks import TaskDraft, clean_task, task_problem
 
 
@@ -34,10 +34,18 @@ def changing_tools(env: EnvSpec, tools: list[dict]) -> list[dict]:
 
 
 def _plan_prompt(env: EnvSpec, state: dict, tools: list[dict], cfg: ScenGeneratorConfig, feedback: str) -> list[dict]:
-    text = render_prompt("scen_generator", "plan.md", introduction=introduction(env), rules=rules_text(env),
-                         tools=tools_text(tools), state=state_text(state), min_calls=cfg.plan_min_calls,
-                         max_calls=cfg.plan_max_calls, min_records=cfg.plan_min_records,
-                         feedback=f"\n# Your previous plan failed\n{feedback}\n" if feedback else "")
+    text = render_prompt(
+        "scen_generator",
+        "plan.md",
+        introduction=introduction(env),
+        rules=rules_text(env),
+        tools=tools_text(tools),
+        state=state_text(state),
+        min_calls=cfg.plan_min_calls,
+        max_calls=cfg.plan_max_calls,
+        min_records=cfg.plan_min_records,
+        feedback=f"\n# Your previous plan failed\n{feedback}\n" if feedback else "",
+    )
     return [{"role": "user", "content": text}]
 
 
@@ -50,12 +58,14 @@ def successful_steps(replay: Replay) -> list[int]:
 def plan_feedback(calls: list[ToolCall], replay: Replay) -> str:
     lines = list(replay.errors)
     kept = set(successful_steps(replay))
-    lines += [f"step {i + 1} {c.name} changed nothing" for i, c in enumerate(calls)
-              if i not in kept and replay.results[i].ok]
+    lines += [
+        f"step {i + 1} {c.name} changed nothing" for i, c in enumerate(calls) if i not in kept and replay.results[i].ok
+    ]
     if len(kept) < len(calls) or not lines:
         lines.append("use more calls that each change a different record")
-    return f"Your calls: {json.dumps([c.model_dump() for c in calls])[:1500]}\nProblems:\n" + \
-        "\n".join(f"- {line}" for line in lines[:12])
+    return f"Your calls: {json.dumps([c.model_dump() for c in calls])[:1500]}\nProblems:\n" + "\n".join(
+        f"- {line}" for line in lines[:12]
+    )
 
 
 def minimal_plan(calls: list[ToolCall], replay: Callable[[list[ToolCall]], Replay]) -> list[ToolCall]:
@@ -67,7 +77,9 @@ def minimal_plan(calls: list[ToolCall], replay: Callable[[list[ToolCall]], Repla
     return _minimal_replayed(calls, replay)[0]
 
 
-def _minimal_replayed(calls: list[ToolCall], replay: Callable[[list[ToolCall]], Replay]) -> tuple[list[ToolCall], Replay]:
+def _minimal_replayed(
+    calls: list[ToolCall], replay: Callable[[list[ToolCall]], Replay]
+) -> tuple[list[ToolCall], Replay]:
     """:func:`minimal_plan`, with the replay of the calls it keeps (no need to replay them again)."""
     kept, kept_replay = list(calls), replay(calls)
     target = state_hash(kept_replay.final_state)
@@ -84,9 +96,15 @@ def _minimal_replayed(calls: list[ToolCall], replay: Callable[[list[ToolCall]], 
     return kept, kept_replay
 
 
-async def generate_plan(client: LLMClient, sandbox: Sandbox, env: EnvSpec, state: dict, tools: list[dict],
-                        cfg: ScenGeneratorConfig, label: str
-                        ) -> tuple[Optional[list[ToolCall]], list[Lookup], list[str]]:
+async def generate_plan(
+    client: LLMClient,
+    sandbox: Sandbox,
+    env: EnvSpec,
+    state: dict,
+    tools: list[dict],
+    cfg: ScenGeneratorConfig,
+    label: str,
+) -> tuple[list[ToolCall] | None, list[Lookup], list[str]]:
     """State-changing calls that all succeed from ``state``, and the ids the request will leave out.
 
     A plan is kept when at least ``plan_min_calls`` calls succeed and change the state, they
@@ -103,14 +121,19 @@ async def generate_plan(client: LLMClient, sandbox: Sandbox, env: EnvSpec, state
     salvaged: list[ToolCall] = []  # successful changing calls of earlier samples (plan_merge_samples)
     for attempt in range(cfg.plan_attempts):
         try:
-            answer = await client.structured(_plan_prompt(env, state, usable, cfg, feedback), reference_model(usable),
-                                             temperature=cfg.task_temperature, max_tokens=cfg.max_tokens,
-                                             cache_salt=f"plan:{attempt}", label=label)
+            answer = await client.structured(
+                _plan_prompt(env, state, usable, cfg, feedback),
+                reference_model(usable),
+                temperature=cfg.task_temperature,
+                max_tokens=cfg.max_tokens,
+                cache_salt=f"plan:{attempt}",
+                label=label,
+            )
         except StructuredOutputError as exc:
             problems.append(f"attempt {attempt + 1}: {str(exc)[:300]}")
             continue
         plan: Any = answer  # a model built from the tools at run time
-        calls = [ToolCall(name=c.name, arguments=c.arguments) for c in plan.calls][:cfg.plan_max_calls]
+        calls = [ToolCall(name=c.name, arguments=c.arguments) for c in plan.calls][: cfg.plan_max_calls]
         replay = await sandbox.areplay(env, state, calls)
         kept = [calls[i] for i in successful_steps(replay)]
         undone = bool(kept) and state_hash(replay.final_state) == state_hash(replay.initial_state)
@@ -140,8 +163,9 @@ async def generate_plan(client: LLMClient, sandbox: Sandbox, env: EnvSpec, state
     return None, [], problems
 
 
-async def _qualify(sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[ToolCall], tools: list[dict],
-                   cfg: ScenGeneratorConfig) -> tuple[list[ToolCall], list[Lookup] | str]:
+async def _qualify(
+    sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[ToolCall], tools: list[dict], cfg: ScenGeneratorConfig
+) -> tuple[list[ToolCall], list[Lookup] | str]:
     """``calls`` without redundant steps (:func:`minimal_plan`), with their lookups when they make a
     rich enough plan, else with what they lack ("" when too few calls are left or succeed)."""
     kept, replay = await sandbox.in_thread(_minimal_replayed, calls, lambda c: sandbox.replay(env, state, c))
@@ -150,16 +174,25 @@ async def _qualify(sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[Tool
     return kept, await sandbox.in_thread(_plan_shortfall, sandbox, env, state, kept, tools, replay, cfg)
 
 
-def _plan_shortfall(sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[ToolCall], tools: list[dict],
-                    replay: Replay, cfg: ScenGeneratorConfig) -> list[Lookup] | str:
+def _plan_shortfall(
+    sandbox: Sandbox,
+    env: EnvSpec,
+    state: dict,
+    calls: list[ToolCall],
+    tools: list[dict],
+    replay: Replay,
+    cfg: ScenGeneratorConfig,
+) -> list[Lookup] | str:
     """The plan's lookups when it is rich enough, else what it lacks (as feedback)."""
     records = touched_records(replay.initial_state, replay.final_state)
     if records < cfg.plan_min_records:
         return f"the calls change only {records} record(s); change at least {cfg.plan_min_records} different records"
     lookups = find_lookups(sandbox, env, state, calls, tools, cfg.plan_lookups)
     if len(lookups) < cfg.plan_lookups:
-        return ("work on at least one existing record of the state (pass its id) that has a name or title, "
-                "not only on new records")
+        return (
+            "work on at least one existing record of the state (pass its id) that has a name or title, "
+            "not only on new records"
+        )
     return lookups
 
 
@@ -168,26 +201,33 @@ def _argument_values(calls: list[ToolCall]) -> Iterator[Any]:
         yield from leaves(call.arguments)
 
 
-def planned_checks(sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[ToolCall],
-                   limit: int) -> list[DiffCheck]:
+def planned_checks(sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[ToolCall], limit: int) -> list[DiffCheck]:
     """The checks of what ``calls`` change, from two replays (values that differ are volatile)."""
     first = sandbox.replay(env, state, calls)
     second = sandbox.replay(env, state, calls)
-    return diff_checks(first.initial_state, first.final_state,
-                       volatile=volatile_paths(first.final_state, second.final_state),
-                       argument_values=list(_argument_values(calls)), limit=limit)
+    return diff_checks(
+        first.initial_state,
+        first.final_state,
+        volatile=volatile_paths(first.final_state, second.final_state),
+        argument_values=list(_argument_values(calls)),
+        limit=limit,
+    )
 
 
 # Phrases of our own re-ask that a small model copies into its "request" (measured on the 0.5B).
 _FEEDBACK_ECHOES = ("never mentions", "rejected", "reject the request", "use these exact values")
 # A request that only asks to look ("Check if 'Dune' has due date ...", written by the 0.5B for a
 # due-date change) cannot be solved by any agent: it never asks for the change the checkers test.
-_ONLY_CHECKS = re.compile(r"^\W*(?:(?:please|can you|could you|kindly)\W+)?"
-                          r"(?:check|verify|confirm|determine|see|find out|make sure)\W+(?:if|whether|that)\b", re.I)
+_ONLY_CHECKS = re.compile(
+    r"^\W*(?:(?:please|can you|could you|kindly)\W+)?"
+    r"(?:check|verify|confirm|determine|see|find out|make sure)\W+(?:if|whether|that)\b",
+    re.I,
+)
 
 
-def _task_problems(task: str, checks: list[DiffCheck], min_words: int,
-                   lookups: Sequence[Lookup] = ()) -> tuple[list[str], list[str]]:
+def _task_problems(
+    task: str, checks: list[DiffCheck], min_words: int, lookups: Sequence[Lookup] = ()
+) -> tuple[list[str], list[str]]:
     """(problems, what to do about each) for a drafted request (``checks`` with ids hidden)."""
     problems, fixes = [], []
     if p := task_problem(task, min_words):
@@ -214,27 +254,49 @@ def _lookup_note(lookups: list[Lookup]) -> str:
     if not lookups:
         return ""
     named = "; ".join(description(lk) for lk in lookups)
-    return ("\n4. The user does not know the ids of these records and describes them instead: " + named +
-            ". Describe each the same way and never write its id; the assistant will look it up.")
+    return (
+        "\n4. The user does not know the ids of these records and describes them instead: "
+        + named
+        + ". Describe each the same way and never write its id; the assistant will look it up."
+    )
 
 
-async def generate_planned_task(client: LLMClient, env: EnvSpec, state: dict, checks: list[DiffCheck],
-                                cfg: ScenGeneratorConfig, label: str, lookups: Sequence[Lookup] = ()
-                                ) -> tuple[Optional[str], list[str]]:
+async def generate_planned_task(
+    client: LLMClient,
+    env: EnvSpec,
+    state: dict,
+    checks: list[DiffCheck],
+    cfg: ScenGeneratorConfig,
+    label: str,
+    lookups: Sequence[Lookup] = (),
+) -> tuple[str | None, list[str]]:
     """The user's request for the planned change; it must name every value the checkers need,
     except the ids of ``lookups``, which it must describe instead (and never give)."""
     checks = hide_ids(checks, list(lookups))
     changes = "\n".join(f"- {c.change or c.item}" for c in checks)
-    prompt = render_prompt("scen_generator", "task_from_plan.md", introduction=introduction(env),
-                           state=state_text(state), changes=changes, min_words=cfg.plan_task_min_words,
-                           lookups=_lookup_note(list(lookups)), feedback="")
+    prompt = render_prompt(
+        "scen_generator",
+        "task_from_plan.md",
+        introduction=introduction(env),
+        state=state_text(state),
+        changes=changes,
+        min_words=cfg.plan_task_min_words,
+        lookups=_lookup_note(list(lookups)),
+        feedback="",
+    )
     messages = [{"role": "user", "content": prompt}]
     problems: list[str] = []
     last = ""
     for attempt in range(cfg.task_attempts):
         try:
-            draft = await client.structured(messages, TaskDraft, temperature=cfg.task_temperature,
-                                            max_tokens=cfg.max_tokens, cache_salt=f"plantask:{attempt}", label=label)
+            draft = await client.structured(
+                messages,
+                TaskDraft,
+                temperature=cfg.task_temperature,
+                max_tokens=cfg.max_tokens,
+                cache_salt=f"plantask:{attempt}",
+                label=label,
+            )
         except StructuredOutputError as exc:
             problems.append(f"attempt {attempt + 1}: {str(exc)[:300]}")
             continue
@@ -247,8 +309,15 @@ async def generate_planned_task(client: LLMClient, env: EnvSpec, state: dict, ch
         problems.append(f"attempt {attempt + 1}: " + "; ".join(found))
         messages = messages[:1] + [
             {"role": "assistant", "content": draft.model_dump_json()},
-            {"role": "user", "content": "Rejected: " + "; ".join(found) + ". Write the request again ("
-                                        + "; ".join(fixes) + "), as the same JSON object."}]
+            {
+                "role": "user",
+                "content": "Rejected: "
+                + "; ".join(found)
+                + ". Write the request again ("
+                + "; ".join(fixes)
+                + "), as the same JSON object.",
+            },
+        ]
     if cfg.plan_missing_values == "append" and last:
         return with_values_appended(last, checks), problems + ["the missing values were appended"]
     return None, problems

@@ -1,13 +1,28 @@
 """Probing an environment on a state: read-only tools, sample arguments, leaf fields of a state."""
+
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional
+from collections.abc import Iterator
+from typing import Any
 
 from envscaler_core.artifacts import EnvSpec
 from envscaler_core.runtime import Sandbox, call_error, format_arguments
 
-_QUERY_PREFIXES = ("get_", "list_", "search_", "find_", "query_", "check_", "view_", "is_", "lookup_",
-                   "count_", "show_", "fetch_", "retrieve_")
+_QUERY_PREFIXES = (
+    "get_",
+    "list_",
+    "search_",
+    "find_",
+    "query_",
+    "check_",
+    "view_",
+    "is_",
+    "lookup_",
+    "count_",
+    "show_",
+    "fetch_",
+    "retrieve_",
+)
 
 
 def is_query_tool(env: EnvSpec, name: str) -> bool:
@@ -35,7 +50,7 @@ def leaf_fields(value: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
 _DEFAULTS = {"string": "x", "integer": 1, "number": 1.0, "boolean": True, "array": [], "object": {}}
 
 
-def sample_arguments(tool: dict, state: dict) -> Optional[dict]:
+def sample_arguments(tool: dict, state: dict) -> dict | None:
     """Arguments for ``tool`` taken from ``state`` (a field of the same name), else type defaults.
 
     Returns None when a required parameter has no usable value.

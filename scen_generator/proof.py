@@ -9,15 +9,14 @@ Given a scenario with checkers and a reference solution:
       below 1. A mutant that leaves exactly the reference's final state is equivalent and skipped.
 A checker that crashes, loops, returns a non-bool or mutates its input is an error (counts 0).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from envscaler_core.artifacts import ChecklistItem, CheckOutcome, EnvSpec, Scenario, ValidationReport
 from envscaler_core.runtime import EnvLoadError, Replay, Sandbox, purity_problems, state_hash
 from envscaler_core.scoring import Scorer, share_true
-
 from scen_generator.mutants import make_mutants
 
 
@@ -33,7 +32,7 @@ class Failure:
     """
 
     kind: str
-    index: Optional[int]
+    index: int | None
     detail: str
 
     def line(self) -> str:
@@ -46,11 +45,11 @@ class Proof:
     """Everything the proof measured; ``report()`` turns it into the stored report."""
 
     failures: list[Failure] = field(default_factory=list)
-    replay: Optional[Replay] = None
+    replay: Replay | None = None
     reference_checks: list[CheckOutcome] = field(default_factory=list)
     initial_checks: list[CheckOutcome] = field(default_factory=list)
-    reference_reward: Optional[float] = None
-    null_reward: Optional[float] = None
+    reference_reward: float | None = None
+    null_reward: float | None = None
     mutants: list[dict] = field(default_factory=list)
 
     @property
@@ -60,15 +59,23 @@ class Proof:
     def failing_checkers(self) -> list[int]:
         return sorted({f.index for f in self.failures if f.index is not None})
 
-    def report(self, repairs: Optional[list[dict]] = None) -> ValidationReport:
+    def report(self, repairs: list[dict] | None = None) -> ValidationReport:
         return ValidationReport(
-            proven=self.proven, reference_reward=self.reference_reward, null_reward=self.null_reward,
+            proven=self.proven,
+            reference_reward=self.reference_reward,
+            null_reward=self.null_reward,
             mutant_rewards=[m["reward"] for m in self.mutants if not m["equivalent"]],
             reference_errors=self.replay.errors if self.replay else [],
-            repairs=list(repairs or []), reasons=[f.line() for f in self.failures],
-            checker_errors=[f"checker {i + 1}: {c.error}" for checks in (self.reference_checks, self.initial_checks)
-                            for i, c in enumerate(checks) if c.status == "error"],
-            mutants=self.mutants)
+            repairs=list(repairs or []),
+            reasons=[f.line() for f in self.failures],
+            checker_errors=[
+                f"checker {i + 1}: {c.error}"
+                for checks in (self.reference_checks, self.initial_checks)
+                for i, c in enumerate(checks)
+                if c.status == "error"
+            ],
+            mutants=self.mutants,
+        )
 
 
 def _impure_as_errors(checklist: list[ChecklistItem], checks: list[CheckOutcome]) -> list[CheckOutcome]:
@@ -76,8 +83,11 @@ def _impure_as_errors(checklist: list[ChecklistItem], checks: list[CheckOutcome]
     out = []
     for item, check in zip(checklist, checks):
         problems = purity_problems(item.check_func)
-        out.append(check.model_copy(update={"status": "error", "error": "checker is not pure: " + "; ".join(problems)})
-                   if problems else check)
+        out.append(
+            check.model_copy(update={"status": "error", "error": "checker is not pure: " + "; ".join(problems)})
+            if problems
+            else check
+        )
     return out
 
 
@@ -86,41 +96,56 @@ def _check_reference(proof: Proof, checks: list[CheckOutcome]) -> None:
         if c.status == "error":
             proof.failures.append(Failure("checker_error", i, c.error or "error"))
         elif c.status == "false":
-            proof.failures.append(Failure("checker_false", i,
-                                          "returns False on the final state of the reference solution"))
+            proof.failures.append(
+                Failure("checker_false", i, "returns False on the final state of the reference solution")
+            )
 
 
 def _check_initial(proof: Proof, checks: list[CheckOutcome], bound: float) -> None:
     if proof.null_reward is not None and proof.null_reward > bound:
         for i, c in enumerate(checks):
             if c.status == "true":
-                proof.failures.append(Failure(
-                    "checker_true_initially", i,
-                    "returns True on the untouched initial state (a do-nothing agent would score)"))
+                proof.failures.append(
+                    Failure(
+                        "checker_true_initially",
+                        i,
+                        "returns True on the untouched initial state (a do-nothing agent would score)",
+                    )
+                )
     for i, c in enumerate(checks):
         if c.status == "error" and not any(f.index == i for f in proof.failures):
             proof.failures.append(Failure("checker_error", i, f"on the initial state: {c.error}"))
 
 
-def _run_mutants(scorer: Scorer, env: EnvSpec, scenario: Scenario, proof: Proof,
-                 limit: int, args_must_fail: bool) -> None:
+def _run_mutants(
+    scorer: Scorer, env: EnvSpec, scenario: Scenario, proof: Proof, limit: int, args_must_fail: bool
+) -> None:
     assert proof.replay is not None, "mutants follow the reference replay"
     reference_hash = state_hash(proof.replay.final_state)
-    for mutant in make_mutants(scenario.reference_solution, proof.replay.changing_steps,
-                               scenario.init_config, limit):
+    for mutant in make_mutants(scenario.reference_solution, proof.replay.changing_steps, scenario.init_config, limit):
         replay = scorer.sandbox.replay(env, scenario.init_config, mutant.calls)
         equivalent = state_hash(replay.final_state) == reference_hash
-        score = 1.0 if equivalent else scorer.share(scenario.checklist_with_func, replay.final_state,
-                                                     replay.initial_state)
-        proof.mutants.append({"kind": mutant.kind, "description": mutant.description,
-                              "reward": score, "equivalent": equivalent})
+        score = (
+            1.0 if equivalent else scorer.share(scenario.checklist_with_func, replay.final_state, replay.initial_state)
+        )
+        proof.mutants.append(
+            {"kind": mutant.kind, "description": mutant.description, "reward": score, "equivalent": equivalent}
+        )
         if not equivalent and score >= 1.0 and (mutant.kind == "drop" or args_must_fail):
-            proof.failures.append(Failure("mutant_survived", None,
-                                          f"{mutant.description} still scores 1.0 (checkers too weak)"))
+            proof.failures.append(
+                Failure("mutant_survived", None, f"{mutant.description} still scores 1.0 (checkers too weak)")
+            )
 
 
-def prove(sandbox: Sandbox, env: EnvSpec, scenario: Scenario, *, null_bound: float = 0.0,
-          max_mutants: int = 12, args_must_fail: bool = True) -> Proof:
+def prove(
+    sandbox: Sandbox,
+    env: EnvSpec,
+    scenario: Scenario,
+    *,
+    null_bound: float = 0.0,
+    max_mutants: int = 12,
+    args_must_fail: bool = True,
+) -> Proof:
     """Runs the whole proof for ``scenario`` (see the module docstring).
 
     Mutants run only when (a) and (b) hold, since a failing scenario gets repaired first.

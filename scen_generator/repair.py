@@ -6,14 +6,13 @@ task, False after the reference). A repaired checker is accepted only if it pass
 executable test (True on the reference's final state, False on the initial one). Every attempt is
 recorded with its strategy: ``feedback`` shows the exact failure, ``fresh`` draws a new sample.
 """
+
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Optional
 
 from envscaler_core.artifacts import EnvSpec, Scenario
-
 from envscaler_core.llm import LLMClient
 from envscaler_core.runtime import Sandbox, purity_problems
 from scen_generator.checkers import generate_checker
@@ -34,27 +33,49 @@ class Validator:
     label: str
 
     async def _prove(self, env: EnvSpec, scenario: Scenario) -> Proof:
-        return await self.sandbox.in_thread(prove, self.sandbox, env, scenario, null_bound=self.cfg.null_reward_bound,
-                                       max_mutants=self.cfg.max_mutants,
-                                       args_must_fail=self.cfg.arg_mutants_must_fail)
+        return await self.sandbox.in_thread(
+            prove,
+            self.sandbox,
+            env,
+            scenario,
+            null_bound=self.cfg.null_reward_bound,
+            max_mutants=self.cfg.max_mutants,
+            args_must_fail=self.cfg.arg_mutants_must_fail,
+        )
 
     def _strategies(self) -> list[str]:
         return ["feedback", "fresh"] if self.cfg.repair_strategy == "both" else [self.cfg.repair_strategy]
 
-    async def _reference(self, env: EnvSpec, scenario: Scenario, tools: list[dict], salt: str,
-                         feedback: str = "", fresh: bool = False):
-        return await generate_reference(self.client, env, scenario, tools, self.cfg, self.label,
-                                        feedback=feedback, salt=salt,
-                                        temperature=_FRESH_TEMPERATURE if fresh else None)
+    async def _reference(
+        self, env: EnvSpec, scenario: Scenario, tools: list[dict], salt: str, feedback: str = "", fresh: bool = False
+    ):
+        return await generate_reference(
+            self.client,
+            env,
+            scenario,
+            tools,
+            self.cfg,
+            self.label,
+            feedback=feedback,
+            salt=salt,
+            temperature=_FRESH_TEMPERATURE if fresh else None,
+        )
 
     async def best_of_n(self, env: EnvSpec, scenario: Scenario, tools: list[dict], repairs: list) -> Proof:
         """Draws up to ``reference_samples`` references; keeps the first proven, else the best."""
-        best: Optional[tuple[tuple, list, Proof]] = None
+        best: tuple[tuple, list, Proof] | None = None
         for k in range(max(1, self.cfg.reference_samples)):
             calls = await self._reference(env, scenario, tools, f"sample{k}", fresh=k > 0)
             if calls is None:
-                repairs.append({"round": 0, "target": "reference", "strategy": "sample", "fixed": False,
-                                "error": "no valid reference solution from the model"})
+                repairs.append(
+                    {
+                        "round": 0,
+                        "target": "reference",
+                        "strategy": "sample",
+                        "fixed": False,
+                        "error": "no valid reference solution from the model",
+                    }
+                )
                 continue
             scenario.reference_solution = calls
             proof = await self._prove(env, scenario)
@@ -90,7 +111,7 @@ class Validator:
         scenario.status = "proven" if proof.proven else "dropped"
         return scenario
 
-    async def _without_failing_steps(self, env, scenario, proof, round_, repairs) -> Optional[Proof]:
+    async def _without_failing_steps(self, env, scenario, proof, round_, repairs) -> Proof | None:
         """Deterministic first try (no LLM): the reference minus its rejected calls."""
         failing = {i for i, r in enumerate(proof.replay.results) if not r.ok} if proof.replay else set()
         kept = [c for i, c in enumerate(scenario.reference_solution) if i not in failing]
@@ -98,8 +119,16 @@ class Validator:
             return None
         previous, scenario.reference_solution = scenario.reference_solution, kept
         candidate = await self._prove(env, scenario)
-        repairs.append(_attempt(round_, "reference", "drop_failing_steps", candidate.proven,
-                                f"dropped steps {sorted(i + 1 for i in failing)}", kept))
+        repairs.append(
+            _attempt(
+                round_,
+                "reference",
+                "drop_failing_steps",
+                candidate.proven,
+                f"dropped steps {sorted(i + 1 for i in failing)}",
+                kept,
+            )
+        )
         if candidate.proven:
             return candidate
         scenario.reference_solution = previous
@@ -111,9 +140,14 @@ class Validator:
         previous = list(scenario.reference_solution)
         feedback = reference_feedback(scenario, proof)
         for strategy in self._strategies():
-            calls = await self._reference(env, scenario, tools, f"repair{round_}:{strategy}",
-                                          feedback=feedback if strategy == "feedback" else "",
-                                          fresh=strategy == "fresh")
+            calls = await self._reference(
+                env,
+                scenario,
+                tools,
+                f"repair{round_}:{strategy}",
+                feedback=feedback if strategy == "feedback" else "",
+                fresh=strategy == "fresh",
+            )
             if calls is None:
                 repairs.append(_attempt(round_, "reference", strategy, False, "no valid answer"))
                 continue
@@ -133,9 +167,16 @@ class Validator:
             feedback = checker_feedback(item.check_func, proof, index)
             for strategy in self._strategies():
                 source = await generate_checker(
-                    self.client, env, scenario, item.check_item, self.cfg, self.label,
-                    feedback=feedback if strategy == "feedback" else "", salt=f"repair{round_}:{index}:{strategy}",
-                    temperature=_FRESH_TEMPERATURE if strategy == "fresh" else None)
+                    self.client,
+                    env,
+                    scenario,
+                    item.check_item,
+                    self.cfg,
+                    self.label,
+                    feedback=feedback if strategy == "feedback" else "",
+                    salt=f"repair{round_}:{index}:{strategy}",
+                    temperature=_FRESH_TEMPERATURE if strategy == "fresh" else None,
+                )
                 ok = source is not None and await self.sandbox.in_thread(self._checker_passes, source, final, initial)
                 repairs.append(_attempt(round_, f"checker {index + 1}", strategy, ok, feedback[:400]))
                 if ok:
@@ -183,6 +224,8 @@ def checker_feedback(source: str, proof: Proof, index: int) -> str:
     """The checker's code, its exact failure and what the reference changed in the state."""
     problems = [f.detail for f in proof.failures if f.index == index]
     diff = [op for r in proof.replay.results for op in r.state_diff][:20] if proof.replay else []
-    return (f"Code:\n```python\n{source}\n```\nFailure: {'; '.join(problems)[:800]}\n"
-            f"After the correct solution, the state changed by (JSON Patch): {json.dumps(diff)[:1500]}\n"
-            "It must return True after the solution and False on the initial state.")
+    return (
+        f"Code:\n```python\n{source}\n```\nFailure: {'; '.join(problems)[:800]}\n"
+        f"After the correct solution, the state changed by (JSON Patch): {json.dumps(diff)[:1500]}\n"
+        "It must return True after the solution and False on the initial state."
+    )

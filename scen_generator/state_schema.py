@@ -5,17 +5,27 @@ as annotated attributes in ``__init__`` (``self.books: Dict[str, BookInfo] = {}`
 declarations into a pydantic model, so the model's JSON schema constrains the LLM's answer (the
 shape is right by construction) and validating the answer checks every type.
 """
+
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, create_model
 
-_SCALARS: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool, "Any": Any,
-                            "object": Any, "dict": dict[str, Any], "list": list[Any],
-                            "Dict": dict[str, Any], "List": list[Any]}
+_SCALARS: dict[str, Any] = {
+    "str": str,
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "Any": Any,
+    "object": Any,
+    "dict": dict[str, Any],
+    "list": list[Any],
+    "Dict": dict[str, Any],
+    "List": list[Any],
+}
 _LISTS = {"List", "list", "Set", "set", "Sequence", "Tuple", "tuple", "FrozenSet", "frozenset"}
 _DICTS = {"Dict", "dict", "Mapping", "MutableMapping"}
 
@@ -59,7 +69,7 @@ class _Resolver:
         self.typed_dicts = typed_dicts
         self.models: dict[str, type[BaseModel]] = {}
 
-    def resolve(self, node: Optional[ast.AST], depth: int = 0) -> Any:
+    def resolve(self, node: ast.AST | None, depth: int = 0) -> Any:
         if node is None or depth > 8:
             return Any
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -105,7 +115,7 @@ class _Resolver:
 
 
 def _is_none(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None or _name(node) == "None"
+    return (isinstance(node, ast.Constant) and node.value is None) or _name(node) == "None"
 
 
 def _optional(kind: Any) -> bool:
@@ -113,30 +123,36 @@ def _optional(kind: Any) -> bool:
 
 
 def _typed_dicts(tree: ast.Module) -> dict[str, ast.ClassDef]:
-    return {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)
-            and any(_name(base) == "TypedDict" for base in node.bases)}
+    return {
+        node.name: node
+        for node in tree.body
+        if isinstance(node, ast.ClassDef) and any(_name(base) == "TypedDict" for base in node.bases)
+    }
 
 
-def _init_attributes(tree: ast.Module, class_name: str) -> list[tuple[str, Optional[ast.AST]]]:
+def _init_attributes(tree: ast.Module, class_name: str) -> list[tuple[str, ast.AST | None]]:
     """``self.x`` assignments in ``__init__`` as (name, annotation or None), first one wins."""
     cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name), None)
-    init = next((n for n in (cls.body if cls else []) if isinstance(n, ast.FunctionDef)
-                 and n.name == "__init__"), None)
-    found: dict[str, Optional[ast.AST]] = {}
+    init = next((n for n in (cls.body if cls else []) if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+    found: dict[str, ast.AST | None] = {}
     for stmt in ast.walk(init) if init else []:
         target, annotation = None, None
         if isinstance(stmt, ast.AnnAssign):
             target, annotation = stmt.target, stmt.annotation
         elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
             target = stmt.targets[0]
-        if (isinstance(target, ast.Attribute) and _name(target.value) == "self"
-                and not target.attr.startswith("_") and target.attr != "init_config"
-                and found.get(target.attr) is None):
+        if (
+            isinstance(target, ast.Attribute)
+            and _name(target.value) == "self"
+            and not target.attr.startswith("_")
+            and target.attr != "init_config"
+            and found.get(target.attr) is None
+        ):
             found[target.attr] = annotation
     return list(found.items())
 
 
-def _id_field(model: Any, container: str) -> Optional[str]:
+def _id_field(model: Any, container: str) -> str | None:
     inner = getattr(model, "__args__", (None, None))[-1]
     fields = list(getattr(inner, "model_fields", {}) or {})
     ids = [f for f in fields if f.endswith("_id")]
@@ -190,6 +206,5 @@ def normalize_state(shape: StateShape, data: dict) -> dict:
     for container, key_field in shape.id_fields.items():
         records = state.get(container)
         if isinstance(records, dict):
-            state[container] = {str(r.get(key_field) or k) if isinstance(r, dict) else k: r
-                                for k, r in records.items()}
+            state[container] = {str(r.get(key_field) or k) if isinstance(r, dict) else k: r for k, r in records.items()}
     return state

@@ -1,8 +1,9 @@
 """Step 1: initial states, shaped by the environment's declared types and validated in the sandbox."""
+
 from __future__ import annotations
 
 import logging
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -10,7 +11,6 @@ from envscaler_core.artifacts import EnvSpec
 from envscaler_core.llm.client import LLMClient, StructuredOutputError
 from envscaler_core.prompts import render_prompt
 from envscaler_core.runtime import EnvLoadError, Sandbox
-
 from scen_generator.config import ScenGeneratorConfig
 from scen_generator.context import entities_text, introduction, rules_text
 from scen_generator.probes import leaf_fields, probe_query_tools
@@ -22,25 +22,44 @@ _CODE_CHARS = 8000
 
 def state_prompt(env: EnvSpec, shape: StateShape, variant: int) -> list[dict]:
     """The messages asking for one initial state."""
-    text = render_prompt("scen_generator", "state.md", introduction=introduction(env),
-                         entities=entities_text(env), rules=rules_text(env),
-                         code=env.env_class_code[:_CODE_CHARS],
-                         containers=", ".join(f'"{c}"' for c in shape.containers),
-                         records_hint="3 to 5", variant=variant)
+    text = render_prompt(
+        "scen_generator",
+        "state.md",
+        introduction=introduction(env),
+        entities=entities_text(env),
+        rules=rules_text(env),
+        code=env.env_class_code[:_CODE_CHARS],
+        containers=", ".join(f'"{c}"' for c in shape.containers),
+        records_hint="3 to 5",
+        variant=variant,
+    )
     return [{"role": "user", "content": text}]
 
 
-async def generate_state(client: LLMClient, env: EnvSpec, shape: StateShape, index: int,
-                         cfg: ScenGeneratorConfig, label: str, *, attempt: int = 0,
-                         feedback: str = "") -> tuple[Optional[dict], str]:
+async def generate_state(
+    client: LLMClient,
+    env: EnvSpec,
+    shape: StateShape,
+    index: int,
+    cfg: ScenGeneratorConfig,
+    label: str,
+    *,
+    attempt: int = 0,
+    feedback: str = "",
+) -> tuple[dict | None, str]:
     """Samples one state; returns (state, "") or (None, the problem)."""
     messages = state_prompt(env, shape, index)
     if feedback:
         messages[0]["content"] += f"\n\nA previous sample was rejected: {feedback}\nAvoid that problem."
     try:
-        answer = await client.structured(messages, shape.model, temperature=cfg.state_temperature,
-                                         max_tokens=cfg.state_max_tokens,
-                                         cache_salt=f"state:{index}:{attempt}", label=label)
+        answer = await client.structured(
+            messages,
+            shape.model,
+            temperature=cfg.state_temperature,
+            max_tokens=cfg.state_max_tokens,
+            cache_salt=f"state:{index}:{attempt}",
+            label=label,
+        )
         state = normalize_state(shape, answer.model_dump(mode="json"))
     except (StructuredOutputError, ValidationError) as exc:
         return None, str(exc)[:300]
@@ -88,7 +107,7 @@ def similarity(a: dict, b: dict) -> float:
     return len(left & right) / len(left | right) if left | right else 1.0
 
 
-def near_duplicate(state: dict, kept: list[dict[str, Any]], threshold: float) -> Optional[float]:
+def near_duplicate(state: dict, kept: list[dict[str, Any]], threshold: float) -> float | None:
     """The highest similarity to a kept state if it reaches ``threshold``, else None."""
     best = max((similarity(state, other) for other in kept), default=0.0)
     return best if best >= threshold else None

@@ -3,20 +3,20 @@
 Every input id ends in the step's file exactly once (kept, or ``dropped`` with the reason), so a
 re-run skips finished ids and retries only items that failed with an exception.
 """
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from envscaler_core.artifacts import ChecklistItem, EnvSpec, Scenario, ValidationReport
 from envscaler_core.rollout import ChecklistReward, RolloutEngine, RolloutSettings, ScenarioEnvs
 from envscaler_core.rollout.solvability import measure_pass_rate
-from envscaler_core.scoring import Scorer
 from envscaler_core.runner import ItemStats, StageContext, process_items
-from envscaler_core.store import JsonlStore
-
 from envscaler_core.runtime import Sandbox
+from envscaler_core.scoring import Scorer
+from envscaler_core.store import JsonlStore
 from scen_generator.checkers import generate_checker, generate_checklist
 from scen_generator.config import STEP_FILES, STEP_INPUT_STATUS, ScenGeneratorConfig
 from scen_generator.plan_first import generate_plan, generate_planned_task, planned_checks
@@ -28,7 +28,7 @@ from scen_generator.tasks import generate_task
 STAGE = "scen_generator"
 
 
-def step_store(ctx: StageContext, step: str, path: Optional[Path] = None) -> JsonlStore:
+def step_store(ctx: StageContext, step: str, path: Path | None = None) -> JsonlStore:
     return JsonlStore(path or ctx.out / STEP_FILES[step], Scenario)
 
 
@@ -42,8 +42,7 @@ def dropped(scenario: Scenario, reasons: list[str]) -> Scenario:
 class Steps:
     """Runs the steps of this stage inside one :class:`StageContext`."""
 
-    def __init__(self, ctx: StageContext, cfg: ScenGeneratorConfig, envs: dict[str, EnvSpec],
-                 sandbox: Sandbox):
+    def __init__(self, ctx: StageContext, cfg: ScenGeneratorConfig, envs: dict[str, EnvSpec], sandbox: Sandbox):
         self.ctx, self.cfg, self.envs, self.sandbox = ctx, cfg, envs, sandbox
         self.client = ctx.client("pipeline")
         self._shapes: dict[str, Any] = {}
@@ -64,7 +63,7 @@ class Steps:
                 self._shapes[env.env_id] = str(exc)
         return self._shapes[env.env_id]
 
-    async def states(self, per_env: int, out: Optional[Path] = None) -> ItemStats:
+    async def states(self, per_env: int, out: Path | None = None) -> ItemStats:
         store = step_store(self.ctx, "states", out)
         for record in store.read():
             if record.status == "state":
@@ -74,8 +73,7 @@ class Steps:
 
     async def _state_item(self, payload: tuple[EnvSpec, int]) -> Scenario:
         env, index = payload
-        scenario = Scenario(id=f"{env.env_id}-task_{index}", env_id=env.env_id,
-                            env_class_name=env.env_class_name)
+        scenario = Scenario(id=f"{env.env_id}-task_{index}", env_id=env.env_id, env_class_name=env.env_class_name)
         shape = self._shape(env)
         if isinstance(shape, str):
             return dropped(scenario, [f"state schema: {shape}"])
@@ -94,13 +92,14 @@ class Steps:
         kept.append(state)
         return scenario
 
-    async def _valid_state(self, env: EnvSpec, shape: StateShape, index: int) -> tuple[Optional[dict], list[str]]:
+    async def _valid_state(self, env: EnvSpec, shape: StateShape, index: int) -> tuple[dict | None, list[str]]:
         """Samples until a state passes validation (``state_attempts``), showing the last problem."""
         problems: list[str] = []
         for attempt in range(self.cfg.state_attempts):
             feedback = problems[-1].split(": ", 1)[-1] if problems else ""
-            state, problem = await generate_state(self.client, env, shape, index, self.cfg, self.label("states"),
-                                                  attempt=attempt, feedback=feedback)
+            state, problem = await generate_state(
+                self.client, env, shape, index, self.cfg, self.label("states"), attempt=attempt, feedback=feedback
+            )
             if state is not None:
                 found = await self.sandbox.in_thread(validate_state, self.sandbox, env, state)
                 if self.cfg.state_rules == "reject" and not found:
@@ -112,7 +111,7 @@ class Steps:
         return None, problems
 
     # ---------------------------------------------------------------- later steps
-    async def run_step(self, step: str, source: Optional[Path] = None, out: Optional[Path] = None) -> ItemStats:
+    async def run_step(self, step: str, source: Path | None = None, out: Path | None = None) -> ItemStats:
         """Runs ``tasks``, ``checkers`` or ``validate`` over the previous step's kept records."""
         previous = {"tasks": "states", "checkers": "tasks", "validate": "checkers"}[step]
         inputs = step_store(self.ctx, previous, source).read_all()
@@ -132,29 +131,35 @@ class Steps:
         env = self._env(scenario)
         if self.cfg.scenario_mode == "plan_first":
             return await self._planned_task_item(env, scenario)
-        task, problems = await generate_task(self.client, env, scenario.init_config, await self._tools(env),
-                                             self.cfg, self.label("tasks"))
+        task, problems = await generate_task(
+            self.client, env, scenario.init_config, await self._tools(env), self.cfg, self.label("tasks")
+        )
         if task is None:
             return dropped(scenario, ["no acceptable task: " + " | ".join(problems)[:1000]])
         return scenario.model_copy(update={"task": task, "status": "task"})
 
     async def _planned_task_item(self, env: EnvSpec, scenario: Scenario) -> Scenario:
         state = scenario.init_config
-        calls, lookups, plan_notes = await generate_plan(self.client, self.sandbox, env, state, await self._tools(env),
-                                                         self.cfg, self.label("tasks"))
+        calls, lookups, plan_notes = await generate_plan(
+            self.client, self.sandbox, env, state, await self._tools(env), self.cfg, self.label("tasks")
+        )
         if calls is None:
             return dropped(scenario, ["no executable plan: " + " | ".join(plan_notes)[:1000]])
-        checks = await self.sandbox.in_thread(planned_checks, self.sandbox, env, state, calls, self.cfg.max_checklist_items)
+        checks = await self.sandbox.in_thread(
+            planned_checks, self.sandbox, env, state, calls, self.cfg.max_checklist_items
+        )
         if not checks:
             plan = json.dumps([c.model_dump() for c in calls])[:600]
             return dropped(scenario, [f"the plan changes nothing a checker can compare (only volatile values): {plan}"])
-        task, problems = await generate_planned_task(self.client, env, state, checks, self.cfg, self.label("tasks"),
-                                                     lookups)
+        task, problems = await generate_planned_task(
+            self.client, env, state, checks, self.cfg, self.label("tasks"), lookups
+        )
         if task is None:
             return dropped(scenario, ["no acceptable task for the plan: " + " | ".join(problems)[:1000]])
         checklist = [ChecklistItem(check_item=c.item, check_func=c.source) for c in checks]
-        done = scenario.model_copy(update={"task": task, "reference_solution": calls, "status": "task",
-                                           "checklist_with_func": checklist})
+        done = scenario.model_copy(
+            update={"task": task, "reference_solution": calls, "status": "task", "checklist_with_func": checklist}
+        )
         # earlier plan samples' problems (and whether the plan was merged from several), then the
         # earlier drafts' problems and whether the missing values were appended
         done.task_notes = [f"plan {note}" for note in plan_notes] + problems
@@ -173,8 +178,9 @@ class Steps:
             return dropped(scenario, ["the model gave no checklist"])
         checklist = []
         for index, item in enumerate(items):
-            source = await generate_checker(self.client, env, scenario, item, self.cfg,
-                                            self.label("checkers"), salt=str(index))
+            source = await generate_checker(
+                self.client, env, scenario, item, self.cfg, self.label("checkers"), salt=str(index)
+            )
             checklist.append(ChecklistItem(check_item=item, check_func=source or ""))
         return scenario.model_copy(update={"checklist_with_func": checklist, "status": "checked"})
 
@@ -190,8 +196,13 @@ class Steps:
     def _solver(self) -> RolloutEngine:
         """The configured agent in task mode over this stage's sandbox."""
         cfg = self.cfg
-        settings = RolloutSettings(mode="task", agent_mode=cfg.solve_agent_mode, max_steps=cfg.solve_max_steps,
-                                   temperature=cfg.solve_temperature, max_tokens=cfg.solve_max_tokens,
-                                   repeat_note=cfg.solve_repeat_note)
+        settings = RolloutSettings(
+            mode="task",
+            agent_mode=cfg.solve_agent_mode,
+            max_steps=cfg.solve_max_steps,
+            temperature=cfg.solve_temperature,
+            max_tokens=cfg.solve_max_tokens,
+            repeat_note=cfg.solve_repeat_note,
+        )
         reward = ChecklistReward(Scorer(self.sandbox), progress=False)
         return RolloutEngine(ScenarioEnvs(self.sandbox), self.ctx.client("agent"), settings, reward_hook=reward)

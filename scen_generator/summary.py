@@ -1,4 +1,5 @@
 """Counts over a run directory and the end-of-command summary table."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -9,7 +10,6 @@ from envscaler_core.artifacts import Scenario
 from envscaler_core.llm.usage import UsageMeter
 from envscaler_core.progress import print_table
 from envscaler_core.store import JsonlStore
-
 from scen_generator.config import STEP_FILES
 
 
@@ -25,7 +25,7 @@ def repair_stats(scenarios: list[Scenario]) -> dict[str, dict[str, int]]:
     """Attempts and fixes per (target kind, strategy) over all validation reports."""
     stats: dict[str, dict[str, int]] = {}
     for s in scenarios:
-        for attempt in (s.validation.repairs if s.validation else []):
+        for attempt in s.validation.repairs if s.validation else []:
             target = attempt["target"].split(" ")[0]
             key = f"{target}/{attempt['strategy']}"
             entry = stats.setdefault(key, {"attempts": 0, "fixed": 0})
@@ -50,7 +50,9 @@ def collect_counts(out: Path, meter: UsageMeter | None = None) -> dict[str, Any]
             final = records
     proven = [s for s in final if s.status == "proven"]
     counts["proven"] = len(proven)
-    counts["proven_after_repair"] = sum(any(a.get("fixed") for a in s.validation.repairs) for s in proven if s.validation)
+    counts["proven_after_repair"] = sum(
+        any(a.get("fixed") for a in s.validation.repairs) for s in proven if s.validation
+    )
     counts["drop_reasons"] = dict(reasons.most_common())
     counts["repairs"] = repair_stats(final)
     if meter is not None:
@@ -63,13 +65,21 @@ def collect_counts(out: Path, meter: UsageMeter | None = None) -> dict[str, Any]
 
 def print_summary(counts: dict[str, Any], wall_s: float) -> None:
     """The summary table every command prints at the end."""
-    rows = [(step, c["records"], c["kept"], c["dropped"]) for step, c in counts.items()
-            if isinstance(c, dict) and "records" in c]
+    rows = [
+        (step, c["records"], c["kept"], c["dropped"])
+        for step, c in counts.items()
+        if isinstance(c, dict) and "records" in c
+    ]
     print_table("scen_generator steps", rows, ["step", "records", "kept", "dropped"])
-    rows = [("proven", counts["proven"]), ("proven after repair", counts["proven_after_repair"]),
-            ("LLM calls", counts.get("llm_calls")), ("LLM tokens", counts.get("llm_tokens")),
-            ("LLM calls / proven", counts.get("llm_calls_per_proven")),
-            ("LLM tokens / proven", counts.get("llm_tokens_per_proven")), ("wall s", round(wall_s, 1))]
+    rows = [
+        ("proven", counts["proven"]),
+        ("proven after repair", counts["proven_after_repair"]),
+        ("LLM calls", counts.get("llm_calls")),
+        ("LLM tokens", counts.get("llm_tokens")),
+        ("LLM calls / proven", counts.get("llm_calls_per_proven")),
+        ("LLM tokens / proven", counts.get("llm_tokens_per_proven")),
+        ("wall s", round(wall_s, 1)),
+    ]
     rows += [(f"dropped: {k}", v) for k, v in counts["drop_reasons"].items()]
     rows += [(f"repair {k}", f"{v['fixed']}/{v['attempts']} fixed") for k, v in counts["repairs"].items()]
     print_table("scen_generator summary", rows, ["measure", "value"])

@@ -1,15 +1,14 @@
 """Step 2: one task per initial state, with the original's requirements."""
+
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 from pydantic import BaseModel
 
 from envscaler_core.artifacts import EnvSpec
 from envscaler_core.llm.client import LLMClient, StructuredOutputError
 from envscaler_core.prompts import render_prompt
-
 from scen_generator.config import ScenGeneratorConfig
 from scen_generator.context import entities_text, introduction, operations_text, rules_text, state_text
 
@@ -28,25 +27,38 @@ def clean_task(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def task_problem(task: str, min_words: int) -> Optional[str]:
+def task_problem(task: str, min_words: int) -> str | None:
     """Why a task is unacceptable (too short), or None."""
     words = len(task.split())
     return f"the task has {words} words; it needs at least {min_words}" if words < min_words else None
 
 
-async def generate_task(client: LLMClient, env: EnvSpec, state: dict, tools: list[dict],
-                        cfg: ScenGeneratorConfig, label: str) -> tuple[Optional[str], list[str]]:
+async def generate_task(
+    client: LLMClient, env: EnvSpec, state: dict, tools: list[dict], cfg: ScenGeneratorConfig, label: str
+) -> tuple[str | None, list[str]]:
     """Samples a task for ``state`` (bounded); returns (task or None, problems seen)."""
-    prompt = render_prompt("scen_generator", "task.md", introduction=introduction(env),
-                           entities=entities_text(env), operations=operations_text(env, tools),
-                           rules=rules_text(env), state=state_text(state),
-                           min_words=cfg.task_min_words)
+    prompt = render_prompt(
+        "scen_generator",
+        "task.md",
+        introduction=introduction(env),
+        entities=entities_text(env),
+        operations=operations_text(env, tools),
+        rules=rules_text(env),
+        state=state_text(state),
+        min_words=cfg.task_min_words,
+    )
     messages = [{"role": "user", "content": prompt}]
     problems: list[str] = []
     for attempt in range(cfg.task_attempts):
         try:
-            draft = await client.structured(messages, TaskDraft, temperature=cfg.task_temperature, max_tokens=cfg.max_tokens,
-                                             cache_salt=f"task:{attempt}", label=label)
+            draft = await client.structured(
+                messages,
+                TaskDraft,
+                temperature=cfg.task_temperature,
+                max_tokens=cfg.max_tokens,
+                cache_salt=f"task:{attempt}",
+                label=label,
+            )
         except StructuredOutputError as exc:
             problems.append(f"attempt {attempt + 1}: {str(exc)[:300]}")
             continue
@@ -57,6 +69,10 @@ async def generate_task(client: LLMClient, env: EnvSpec, state: dict, tools: lis
         problems.append(f"attempt {attempt + 1}: {problem}")
         messages = messages[:1] + [
             {"role": "assistant", "content": draft.model_dump_json()},
-            {"role": "user", "content": f"Rejected: {problem}. Write the task again, longer, "
-                                        "with more sub-goals, as the same JSON object."}]
+            {
+                "role": "user",
+                "content": f"Rejected: {problem}. Write the task again, longer, "
+                "with more sub-goals, as the same JSON object.",
+            },
+        ]
     return None, problems

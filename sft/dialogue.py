@@ -4,15 +4,23 @@ Both export formats (LlamaFactory ShareGPT and the original's Alpaca split) star
 :class:`Dialogue` built here, so the validity rules live in one place. A trajectory that cannot be
 made valid raises :class:`DropSample` with a short, countable reason.
 """
+
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from envscaler_core.artifacts import Trajectory
-from envscaler_core.toolformat import (CALL_OPEN, THINK_CLOSE, openai_tool, parse_results,
-                                       parse_text_tool_calls, split_reasoning, without_tools)
+from envscaler_core.toolformat import (
+    CALL_OPEN,
+    THINK_CLOSE,
+    openai_tool,
+    parse_results,
+    parse_text_tool_calls,
+    split_reasoning,
+    without_tools,
+)
 
 USER_SIDE = ("user", "results")
 ASSISTANT_SIDE = ("text", "calls")
@@ -100,8 +108,7 @@ def _add_result(turns: list[Turn], message: dict[str, Any]) -> None:
     if not turns or turns[-1].kind not in ("calls", "results"):
         raise DropSample("tool result without a preceding call")
     if turns[-1].kind == "calls":
-        turns.append(Turn("results", call_ids=list(turns[-1].call_ids),
-                          results=[None] * len(turns[-1].calls)))  # type: ignore[list-item]  # filled below
+        turns.append(Turn("results", call_ids=list(turns[-1].call_ids), results=[None] * len(turns[-1].calls)))  # type: ignore[list-item]  # filled below
     pending = turns[-1]
     call_id = message.get("tool_call_id")
     slot = pending.call_ids.index(call_id) if call_id in pending.call_ids else None
@@ -134,8 +141,7 @@ def _append(turns: list[Turn], turn: Turn) -> None:
         if previous and previous.kind == "calls":
             raise DropSample("tool call without result")
     elif previous and previous.kind in ASSISTANT_SIDE:
-        raise DropSample("tool call without result" if previous.kind == "calls"
-                         else "consecutive assistant messages")
+        raise DropSample("tool call without result" if previous.kind == "calls" else "consecutive assistant messages")
     turns.append(turn)
 
 
@@ -151,7 +157,7 @@ def _finish(turns: list[Turn]) -> list[Turn]:
     return turns
 
 
-def to_dialogue(trajectory: Trajectory, system_override: Optional[str] = None) -> Dialogue:
+def to_dialogue(trajectory: Trajectory, system_override: str | None = None) -> Dialogue:
     """Build the alternating :class:`Dialogue` of ``trajectory`` or raise :class:`DropSample`."""
     messages = list(trajectory.messages)
     system = ""
@@ -174,5 +180,4 @@ def to_dialogue(trajectory: Trajectory, system_override: Optional[str] = None) -
     tools = [openai_tool(t) for t in trajectory.tools]
     if text_mode:  # the tools travel in ``tools``; the exporters render them again
         system = without_tools(system, tools)
-    return Dialogue(system_override if system_override is not None else system, tools,
-                    _finish(turns))
+    return Dialogue(system_override if system_override is not None else system, tools, _finish(turns))

@@ -7,22 +7,24 @@ trajectory layout (``traj_type``, ``task_info``, ``tools``, ``messages``, ``user
 ``steps``) as Parquet plus a dataset card that ``datasets.load_dataset`` reads, and
 ``--push-to-hub REPO`` uploads it when a Hugging Face token is configured.
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, Literal, Optional
+from typing import Any, Literal
 
+from envscaler_core import hub
 from envscaler_core.artifacts import Trajectory
 from envscaler_core.cli import UserError
 from envscaler_core.config import StageConfig, add_config_arguments, config_from_args
-from envscaler_core import hub
-from envscaler_core.release_layout import TRAJECTORY_FIELDS, trajectory_row
 from envscaler_core.progress import print_table
-from envscaler_core.runner import StageContext, update_manifest
+from envscaler_core.release_layout import TRAJECTORY_FIELDS, trajectory_row
 from envscaler_core.rollout.filters import completed, filter_report, filter_report_path, reason_label
+from envscaler_core.runner import StageContext, update_manifest
 from envscaler_core.runtime import hash_jsonable
 from envscaler_core.store import ArtifactError, JsonlStore, read_json, write_json_atomic
 from sft.dialogue import DropSample, to_dialogue
@@ -31,14 +33,24 @@ from sft.formats import to_alpaca, to_sharegpt
 SHAREGPT_INFO = {
     "formatting": "sharegpt",
     "columns": {"messages": "conversations", "system": "system", "tools": "tools"},
-    "tags": {"role_tag": "from", "content_tag": "value", "user_tag": "human",
-             "assistant_tag": "gpt", "observation_tag": "observation",
-             "function_tag": "function_call"},
+    "tags": {
+        "role_tag": "from",
+        "content_tag": "value",
+        "user_tag": "human",
+        "assistant_tag": "gpt",
+        "observation_tag": "observation",
+        "function_tag": "function_call",
+    },
 }
 ALPACA_INFO = {
     "formatting": "alpaca",
-    "columns": {"prompt": "instruction", "query": "input", "response": "output",
-                "history": "history", "system": "system"},
+    "columns": {
+        "prompt": "instruction",
+        "query": "input",
+        "response": "output",
+        "history": "history",
+        "system": "system",
+    },
 }
 
 
@@ -55,25 +67,38 @@ class ExportConfig(StageConfig):
     min_reward: float = 1.0
     keep_unfinished: bool = False
     keep_flagged: bool = False
-    dataset_name: Optional[str] = None
-    system_prompt: Optional[str] = None
+    dataset_name: str | None = None
+    system_prompt: str | None = None
 
     def name(self) -> str:
         return self.dataset_name or f"envscaler_sft_{self.format}"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--trajectories", nargs="+", type=Path, required=True,
-                        help="trajectories.jsonl files (envscaler_core Trajectory records)")
-    parser.add_argument("--format", choices=["sharegpt", "alpaca", "hf"],
-                        help="sharegpt (LlamaFactory tool format, default), alpaca (original) or "
-                             "hf (the release's Hub layout: Parquet + dataset card)")
-    parser.add_argument("--push-to-hub", metavar="REPO",
-                        help="with --format hf: upload the dataset to this Hub repo (needs a token)")
-    parser.add_argument("--min-reward", type=float,
-                        help="keep trajectories with reward >= R (default 1.0; 0 keeps all)")
-    parser.add_argument("--keep-unfinished", action="store_true",
-                        help="keep episodes that did not finish (max steps, 'Task Failed', no stop)")
+    parser.add_argument(
+        "--trajectories",
+        nargs="+",
+        type=Path,
+        required=True,
+        help="trajectories.jsonl files (envscaler_core Trajectory records)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=["sharegpt", "alpaca", "hf"],
+        help="sharegpt (LlamaFactory tool format, default), alpaca (original) or "
+        "hf (the release's Hub layout: Parquet + dataset card)",
+    )
+    parser.add_argument(
+        "--push-to-hub", metavar="REPO", help="with --format hf: upload the dataset to this Hub repo (needs a token)"
+    )
+    parser.add_argument(
+        "--min-reward", type=float, help="keep trajectories with reward >= R (default 1.0; 0 keeps all)"
+    )
+    parser.add_argument(
+        "--keep-unfinished",
+        action="store_true",
+        help="keep episodes that did not finish (max steps, 'Task Failed', no stop)",
+    )
     parser.add_argument("--keep-flagged", action="store_true", help="keep flagged episodes")
     parser.add_argument("--dataset-name", help="name in dataset_info.json")
     parser.add_argument("--system-prompt", help="replace every trajectory's system prompt")
@@ -124,9 +149,13 @@ def convert(trajectories: list[Trajectory], config: ExportConfig) -> tuple[list[
                 reasons[reason] += 1
             dropped.append({"id": trajectory.id, "reason": str(exc)})
             continue
-        meta = {"id": trajectory.id, "scenario_id": trajectory.scenario_id,
-                "env_id": trajectory.env_id, "mode": trajectory.mode,
-                "reward": trajectory.reward.final}
+        meta = {
+            "id": trajectory.id,
+            "scenario_id": trajectory.scenario_id,
+            "env_id": trajectory.env_id,
+            "mode": trajectory.mode,
+            "reward": trajectory.reward.final,
+        }
         if config.format == "hf":
             rows.append(trajectory_row(trajectory))
         elif config.format == "sharegpt":
@@ -134,11 +163,17 @@ def convert(trajectories: list[Trajectory], config: ExportConfig) -> tuple[list[
         else:
             rows.extend(to_alpaca(dialogue, meta))
         kept.append(trajectory)
-    report = {"format": config.format, **filter_report(len(trajectories), kept, dict(reasons)),
-              "rows": len(rows), "thresholds": {"min_reward": config.min_reward,
-                                                "keep_unfinished": config.keep_unfinished,
-                                                "keep_flagged": config.keep_flagged},
-              "dropped_ids": dropped}
+    report = {
+        "format": config.format,
+        **filter_report(len(trajectories), kept, dict(reasons)),
+        "rows": len(rows),
+        "thresholds": {
+            "min_reward": config.min_reward,
+            "keep_unfinished": config.keep_unfinished,
+            "keep_flagged": config.keep_flagged,
+        },
+        "dropped_ids": dropped,
+    }
     return rows, report
 
 
@@ -161,10 +196,12 @@ def with_upstream(report: dict[str, Any], upstream: list[dict[str, Any]]) -> dic
     for part in upstream:
         reasons.update(part.get("drop_reasons", {}))
     report = dict(report)
-    report["filtered"] = {"read": sum(p.get("read", 0) for p in upstream),
-                          "kept": sum(p.get("kept", 0) for p in upstream),
-                          "drop_reasons": dict(sorted(reasons.items())),
-                          "inputs": [i for p in upstream for i in p.get("inputs", [])]}
+    report["filtered"] = {
+        "read": sum(p.get("read", 0) for p in upstream),
+        "kept": sum(p.get("kept", 0) for p in upstream),
+        "drop_reasons": dict(sorted(reasons.items())),
+        "inputs": [i for p in upstream for i in p.get("inputs", [])],
+    }
     rl = [p["rl"] for p in upstream if p.get("rl")]
     if rl:
         report["rl"] = rl[0] if len(rl) == 1 else rl
@@ -186,19 +223,26 @@ def write_dataset(out: Path, name: str, fmt: str, rows: list[dict], report: dict
 
 def write_hub_dataset(out: Path, rows: list[dict], report: dict) -> Path:
     """The release's SFT trajectory layout as a Hub dataset folder; returns its card."""
-    summary = (f"SFT trajectories exported by EnvScaler ({report['kept']} kept of {report['read']} "
-               f"read; dropped: {report['drop_reasons'] or 'none'}).")
-    config = hub.HubConfig("default", rows, "One row per trajectory, in the release's field names.",
-                       TRAJECTORY_FIELDS)
+    summary = (
+        f"SFT trajectories exported by EnvScaler ({report['kept']} kept of {report['read']} "
+        f"read; dropped: {report['drop_reasons'] or 'none'})."
+    )
+    config = hub.HubConfig("default", rows, "One row per trajectory, in the release's field names.", TRAJECTORY_FIELDS)
     return hub.write_dataset(out, "EnvScaler SFT trajectories", summary, [config])
 
 
 def run(args: argparse.Namespace) -> int:
-    config = config_from_args(ExportConfig, "sft", args, format=args.format,
-                              min_reward=args.min_reward, dataset_name=args.dataset_name,
-                              system_prompt=args.system_prompt,
-                              keep_unfinished=args.keep_unfinished or None,
-                              keep_flagged=args.keep_flagged or None)
+    config = config_from_args(
+        ExportConfig,
+        "sft",
+        args,
+        format=args.format,
+        min_reward=args.min_reward,
+        dataset_name=args.dataset_name,
+        system_prompt=args.system_prompt,
+        keep_unfinished=args.keep_unfinished or None,
+        keep_flagged=args.keep_flagged or None,
+    )
     if args.push_to_hub and config.format != "hf":
         raise UserError("--push-to-hub needs --format hf")
     trajectories = read_trajectories(args.trajectories)
@@ -229,8 +273,10 @@ def _print_report(path: Path, report: dict[str, Any], config: ExportConfig) -> N
     table += [(f"dropped: {reason_label(r)}", n) for r, n in sorted(report["drop_reasons"].items())]
     print_table(f"sft export ({config.format}) -> {path}", table, ["", "count"])
     if report["kept_below_reward_1"]:
-        print(f"NOTE: kept {report['kept_below_reward_1']} trajectories with reward below 1.0 "
-              f"(--min-reward {config.min_reward:g})")
+        print(
+            f"NOTE: kept {report['kept_below_reward_1']} trajectories with reward below 1.0 "
+            f"(--min-reward {config.min_reward:g})"
+        )
     if report["kept_flagged"]:
         print(f"NOTE: kept {report['kept_flagged']} flagged trajectories")
     if not report["kept"]:
@@ -239,6 +285,8 @@ def _print_report(path: Path, report: dict[str, Any], config: ExportConfig) -> N
 
 def _empty_message(report: dict[str, Any], config: ExportConfig) -> str:
     reasons = ", ".join(f"{reason_label(r)} {n}" for r, n in sorted(report["drop_reasons"].items())) or "no input"
-    return (f"The SFT dataset is empty: none of the {report['read']} trajectories read is a finished, "
-            f"unflagged episode with reward >= {config.min_reward:g} (dropped: {reasons}). "
-            "Export weaker data explicitly with --min-reward 0, --keep-unfinished or --keep-flagged.")
+    return (
+        f"The SFT dataset is empty: none of the {report['read']} trajectories read is a finished, "
+        f"unflagged episode with reward >= {config.min_reward:g} (dropped: {reasons}). "
+        "Export weaker data explicitly with --min-reward 0, --keep-unfinished or --keep-flagged."
+    )

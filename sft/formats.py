@@ -10,12 +10,21 @@
   prompt and a ``text``-mode agent see. Each n-turn dialogue becomes n samples with ``history``,
   trained with ``mask_history: true``. History answers lose their reasoning, the target keeps it.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
-from envscaler_core.toolformat import (CALL_CLOSE, CALL_OPEN, dumps, merged_results, render_assistant,
-                                       render_results, with_thought, with_tools)
+from envscaler_core.toolformat import (
+    CALL_CLOSE,
+    CALL_OPEN,
+    dumps,
+    merged_results,
+    render_assistant,
+    render_results,
+    with_thought,
+    with_tools,
+)
 from sft.dialogue import Dialogue, Turn
 
 
@@ -69,10 +78,15 @@ def to_alpaca(dialogue: Dialogue, meta: dict[str, Any]) -> list[dict[str, Any]]:
     rows, history = [], []
     for index, (user, assistant) in enumerate(pairs):
         prompt = qwen3_user(user)
-        rows.append({
-            "instruction": prompt, "input": "", "output": qwen3_assistant(assistant, True),
-            "system": system, "history": [list(h) for h in history],
-            "meta": {**meta, "turn": index},
-        })
+        rows.append(
+            {
+                "instruction": prompt,
+                "input": "",
+                "output": qwen3_assistant(assistant, True),
+                "system": system,
+                "history": [list(h) for h in history],
+                "meta": {**meta, "turn": index},
+            }
+        )
         history.append((prompt, qwen3_assistant(assistant, False)))
     return rows

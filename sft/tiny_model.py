@@ -6,6 +6,7 @@ read its config and tokenizer; the config is shrunk (2 layers, hidden 64) and in
 random: a ~10M-parameter model with the real tokenizer, enough for CPU smoke runs of LlamaFactory
 and TRL. ``--full`` dequantizes the real weights instead. Runs in the training venv.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,9 +16,15 @@ from pathlib import Path
 
 from envscaler_core.cli import UserError
 
-SHRINK = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-          "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096,
-          "tie_word_embeddings": True}
+SHRINK = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 4096,
+    "tie_word_embeddings": True,
+}
 MARKER = "envscaler_tiny_model.json"
 
 
@@ -35,13 +42,17 @@ def _require_training_stack() -> None:
         import torch  # noqa: F401 - see above
         import transformers  # noqa: F401 - see above
     except ImportError as exc:
-        raise UserError(f"{exc.name} is missing: run `make setup-train` and use "
-                        ".venv-train/bin/python") from None
+        raise UserError(f"{exc.name} is missing: run `make setup-train` and use .venv-train/bin/python") from None
 
 
 def _wanted(gguf: Path, full: bool, seed: int) -> dict:
-    return {"gguf": gguf.name, "size": gguf.stat().st_size, "full": full, "seed": seed,
-            "shrink": None if full else SHRINK}
+    return {
+        "gguf": gguf.name,
+        "size": gguf.stat().st_size,
+        "full": full,
+        "seed": seed,
+        "shrink": None if full else SHRINK,
+    }
 
 
 def shrink_config(config):
@@ -78,8 +89,7 @@ def build_tiny_model(gguf: Path, out: Path, full: bool = False, seed: int = 0) -
 
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     if full:
-        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
-                                                     **_float32())
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, **_float32())
     else:
         config = shrink_config(AutoConfig.from_pretrained(str(gguf.parent), gguf_file=gguf.name))
         torch.manual_seed(seed)
@@ -97,6 +107,13 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     out = build_tiny_model(args.gguf, args.out, args.full, args.seed)
     weights = out / "model.safetensors"
-    print(json.dumps({"model_dir": str(out), "seconds": round(time.monotonic() - started, 1),
-                      "weights_bytes": weights.stat().st_size if weights.exists() else None}))
+    print(
+        json.dumps(
+            {
+                "model_dir": str(out),
+                "seconds": round(time.monotonic() - started, 1),
+                "weights_bytes": weights.stat().st_size if weights.exists() else None,
+            }
+        )
+    )
     return 0

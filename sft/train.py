@@ -7,6 +7,7 @@ import time and the PyPI CUDA build breaks CPU torch), counts LlamaFactory's "Sk
 abnormal example" warnings and writes ``train_summary.json`` in the output directory: examples
 seen by the trainer, steps, per-step losses, wall seconds.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +32,14 @@ SKIP_MESSAGE = "Skipping this abnormal example"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, required=True, help="LlamaFactory YAML")
-    parser.add_argument("--set", dest="overrides", action="append", default=[],
-                        metavar="KEY=VALUE", help="override a LlamaFactory argument")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a LlamaFactory argument",
+    )
 
 
 def load_train_args(path: Path, overrides: list[str]) -> dict[str, Any]:
@@ -96,18 +103,22 @@ def train(args: dict[str, Any]) -> dict[str, Any]:
     try:
         from llamafactory.train.tuner import run_exp
     except ImportError as exc:
-        raise UserError(f"LlamaFactory is not importable ({exc}): run `make setup-train` and "
-                        "use .venv-train/bin/python") from None
+        raise UserError(
+            f"LlamaFactory is not importable ({exc}): run `make setup-train` and use .venv-train/bin/python"
+        ) from None
     counter = _SkipCounter()
     logging.getLogger("llamafactory").addHandler(counter)
     recorder = _recorder()
     started = time.monotonic()
     run_exp(dict(args), callbacks=[recorder])
     summary = {
-        "examples": recorder.examples, "steps": recorder.steps, "losses": recorder.losses,
+        "examples": recorder.examples,
+        "steps": recorder.steps,
+        "losses": recorder.losses,
         "final_loss": recorder.losses[-1] if recorder.losses else None,
         "loss_finite": bool(recorder.losses) and all(math.isfinite(x) for x in recorder.losses),
-        "skipped_examples": counter.skipped, "wall_s": round(time.monotonic() - started, 2),
+        "skipped_examples": counter.skipped,
+        "wall_s": round(time.monotonic() - started, 2),
     }
     out = Path(args["output_dir"])
     out.mkdir(parents=True, exist_ok=True)

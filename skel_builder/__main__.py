@@ -1,4 +1,5 @@
 """``python -m skel_builder COMMAND``: mine, synthesize, inspect, run, export, demo."""
+
 import sys
 
 from envscaler_core.cli import run_cli

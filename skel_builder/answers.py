@@ -2,6 +2,7 @@
 
 The class names are the ``json_schema`` names of the requests (tests route on them).
 """
+
 from __future__ import annotations
 
 import keyword

@@ -4,10 +4,11 @@ Positive cases take ids that exist in the current state and values of same-named
 negative cases mutate them (unknown ids, empty strings, negative numbers). A weak tester model
 then still covers every tool; the LLM tester adds cases on top.
 """
+
 from __future__ import annotations
 
 import random
-from typing import Any, Optional
+from typing import Any
 
 from skel_builder.answers import StateAnswer
 from skel_builder.skeleton import container_of
@@ -24,7 +25,7 @@ def _param_type(schema: dict[str, Any]) -> str:
     return "string"
 
 
-def _id_container(state: StateAnswer, param: str) -> Optional[str]:
+def _id_container(state: StateAnswer, param: str) -> str | None:
     for entity in state.entities:
         if param == entity.id_attribute:
             return container_of(entity)
@@ -41,8 +42,7 @@ def _attribute_values(data: dict[str, Any], name: str) -> list[Any]:
     return values
 
 
-def _value(state: StateAnswer, data: dict[str, Any], name: str, schema: dict[str, Any],
-           rng: random.Random) -> Any:
+def _value(state: StateAnswer, data: dict[str, Any], name: str, schema: dict[str, Any], rng: random.Random) -> Any:
     box = _id_container(state, name)
     if box and data.get(box):
         return rng.choice(sorted(data[box]))
@@ -75,14 +75,18 @@ def _mutate(state: StateAnswer, name: str, value: Any, schema: dict[str, Any]) -
     return value
 
 
-def derived_arguments(tool: dict[str, Any], state: StateAnswer, data: dict[str, Any],
-                      case_type: str, rng: random.Random) -> dict[str, Any]:
+def derived_arguments(
+    tool: dict[str, Any], state: StateAnswer, data: dict[str, Any], case_type: str, rng: random.Random
+) -> dict[str, Any]:
     """Arguments for one call of ``tool`` (OpenAI schema) on the current state ``data``."""
     params = tool["function"].get("parameters", {})
     props: dict[str, Any] = params.get("properties", {})
     required = set(params.get("required", []))
-    args = {name: _value(state, data, name, sub, rng) for name, sub in props.items()
-            if name in required or rng.random() < 0.3}
+    args = {
+        name: _value(state, data, name, sub, rng)
+        for name, sub in props.items()
+        if name in required or rng.random() < 0.3
+    }
     if case_type != "negative" or not args:
         return args
     id_params = [n for n in args if _id_container(state, n)]
@@ -95,7 +99,9 @@ def state_excerpt(data: dict[str, Any], per_container: int = 4, max_chars: int =
     """A short JSON view of the state for prompts (first records of each container)."""
     import json
 
-    view = {box: dict(list(records.items())[:per_container]) if isinstance(records, dict) else records
-            for box, records in data.items()}
+    view = {
+        box: dict(list(records.items())[:per_container]) if isinstance(records, dict) else records
+        for box, records in data.items()
+    }
     text = json.dumps(view, ensure_ascii=False)
     return text if len(text) <= max_chars else text[:max_chars] + "..."

@@ -1,7 +1,8 @@
 """Typed configuration of the skel_builder stage (all budgets in one place)."""
+
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal
 
 from envscaler_core.config import StageConfig
 
@@ -18,13 +19,22 @@ class SkelBuilderConfig(StageConfig):
     languages_ascii_only: bool = True
     drop_multimodal: bool = True
     drop_keywords: list[str] = [  # noqa: RUF012 - pydantic copies a field's default for each instance
-        "Role definition:", "USD", "ETH", "Bitcoin", "Ethereum", "@", ".com", "http:", "https:"]
+        "Role definition:",
+        "USD",
+        "ETH",
+        "Bitcoin",
+        "Ethereum",
+        "@",
+        ".com",
+        "http:",
+        "https:",
+    ]
     min_task_chars: int = 15
     min_usefulness: int = 7
     min_modelability: int = 7
     target_count: int = 0  # 0 = keep every env that passes the thresholds (no clustering)
     near_duplicate_similarity: float = 0.7  # cosine; TF-IDF scale (raise it for embeddings)
-    embedding_model: Optional[str] = None  # set (with an endpoint) to cluster on embeddings
+    embedding_model: str | None = None  # set (with an endpoint) to cluster on embeddings
     # ---- synthesis
     max_entities: int = 5
     max_operations: int = 12

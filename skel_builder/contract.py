@@ -4,13 +4,27 @@ Contract: type hints on every argument, a Google docstring naming every argument
 and every literal ``return`` is a dict with ``success`` plus ``data``/``message`` (success) or
 ``error`` (failure). The write analysis feeds the "touches only what it writes" oracle.
 """
+
 from __future__ import annotations
 
 import ast
-from typing import Iterable
+from collections.abc import Iterable
 
-_MUTATORS = {"append", "extend", "insert", "update", "clear", "pop", "popitem", "remove",
-             "discard", "setdefault", "add", "sort", "reverse"}
+_MUTATORS = {
+    "append",
+    "extend",
+    "insert",
+    "update",
+    "clear",
+    "pop",
+    "popitem",
+    "remove",
+    "discard",
+    "setdefault",
+    "add",
+    "sort",
+    "reverse",
+}
 
 
 def _method(code: str, name: str) -> ast.FunctionDef | None:
@@ -136,8 +150,7 @@ def direct_writes(func: ast.FunctionDef) -> tuple[set[str], set[str]]:
     return writes, calls
 
 
-def _add_write(target: ast.AST, aliases: dict[str, set[str]], writes: set[str],
-               mutated_in_place: bool = False) -> None:
+def _add_write(target: ast.AST, aliases: dict[str, set[str]], writes: set[str], mutated_in_place: bool = False) -> None:
     """Record a write to ``self.x...`` or to a local alias of a record of ``self.x``.
 
     Assigning to a bare alias name only rebinds it; calling a mutator on it (``rec.update``) writes.
@@ -195,13 +208,14 @@ def ensure_docstring(code: str, name: str) -> tuple[str, bool]:
         lines.append("Args:")
         lines += [f"    {a}: The {a.replace('_', ' ')}." for a in args]
         lines.append("")
-    lines += ["Returns:", "    dict: {\"success\": bool, \"data\"|\"message\"|\"error\": ...}"]
+    lines += ["Returns:", '    dict: {"success": bool, "data"|"message"|"error": ...}']
     body_lines = code.splitlines()
     first = func.body[0]
     indent = " " * first.col_offset
     new_doc = [indent + '"""' + lines[0]] + [(indent + line) if line else "" for line in lines[1:]] + [indent + '"""']
-    has_doc = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
-        and isinstance(first.value.value, str)
+    has_doc = (
+        isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
+    )
     start = first.lineno - 1
     end = first.end_lineno if has_doc else start
     patched = body_lines[:start] + new_doc + body_lines[end:]

@@ -4,6 +4,7 @@ Used two ways: as the finished example methods shown to the model when it writes
 methods (always), and, with ``crud_scaffold``, as real tools so the model only writes the domain
 logic.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,14 +27,21 @@ class RoutineMethod:
 
 def _references(state: StateAnswer, entity: EntityAnswer) -> list[tuple[str, str]]:
     """(attribute, container) pairs: attributes of ``entity`` that name another entity's id."""
-    return [(a.name, container_of(o)) for a in entity.attributes for o in state.entities
-            if o is not entity and a.name == o.id_attribute]
+    return [
+        (a.name, container_of(o))
+        for a in entity.attributes
+        for o in state.entities
+        if o is not entity and a.name == o.id_attribute
+    ]
 
 
 def _referrers(state: StateAnswer, entity: EntityAnswer) -> list[str]:
     """Containers whose records point at ``entity`` by its id attribute."""
-    return [container_of(o) for o in state.entities
-            if o is not entity and any(a.name == entity.id_attribute for a in o.attributes)]
+    return [
+        container_of(o)
+        for o in state.entities
+        if o is not entity and any(a.name == entity.id_attribute for a in o.attributes)
+    ]
 
 
 def _filter_attr(entity: EntityAnswer) -> str | None:
@@ -68,7 +76,7 @@ def list_method(entity: EntityAnswer) -> RoutineMethod:
     if field:
         signature = f"self, {field}: Optional[str] = None"
         args = f"\n    Args:\n        {field}: Only records with this {field} (all records when omitted).\n"
-        select = f"[dict(r) for r in self.{box}.values() if {field} is None or r.get(\"{field}\") == {field}]"
+        select = f'[dict(r) for r in self.{box}.values() if {field} is None or r.get("{field}") == {field}]'
     else:
         signature, args, select = "self", "", f"[dict(r) for r in self.{box}.values()]"
     code = f'''def list_{box}({signature}) -> dict:
@@ -79,8 +87,9 @@ def list_method(entity: EntityAnswer) -> RoutineMethod:
     """
     return {{"success": True, "data": {select}}}
 '''
-    return RoutineMethod(f"list_{box}", "query", f"List {entity.name} records"
-                         + (f" filtered by {field}." if field else "."), code)
+    return RoutineMethod(
+        f"list_{box}", "query", f"List {entity.name} records" + (f" filtered by {field}." if field else "."), code
+    )
 
 
 def create_method(entity: EntityAnswer, state: StateAnswer) -> RoutineMethod:
@@ -88,16 +97,21 @@ def create_method(entity: EntityAnswer, state: StateAnswer) -> RoutineMethod:
     attrs = entity.attributes
     params = ", ".join(f"{a.name}: {PY_TYPES[a.type]}" for a in attrs)
     docs = "\n".join(f"        {a.name}: {a.description or a.name}" for a in attrs)
+
     def no_bool(a) -> str:  # bool is an int subclass: a number field refuses it explicitly
         return f" or isinstance({a.name}, bool)" if a.type in ("int", "float") else ""
 
     checks = "\n".join(
-        f'    if not isinstance({a.name}, {_CHECK[a.type]}){no_bool(a)}:\n'
-        f'        return {{"success": False, "error": "{a.name} must be {a.type}"}}' for a in attrs)
+        f"    if not isinstance({a.name}, {_CHECK[a.type]}){no_bool(a)}:\n"
+        f'        return {{"success": False, "error": "{a.name} must be {a.type}"}}'
+        for a in attrs
+    )
     record = ", ".join(f'"{a.name}": {a.name}' for a in attrs)
-    refs = "".join(f'    if {attr} not in self.{box_}:\n'
-                   f'        return {{"success": False, "error": f"unknown {attr} {{{attr}}}"}}\n'
-                   for attr, box_ in _references(state, entity))
+    refs = "".join(
+        f"    if {attr} not in self.{box_}:\n"
+        f'        return {{"success": False, "error": f"unknown {attr} {{{attr}}}"}}\n'
+        for attr, box_ in _references(state, entity)
+    )
     code = f'''def create_{e}(self, {params}) -> dict:
     """Create a new {entity.name} record.
 
@@ -122,11 +136,16 @@ def update_method(entity: EntityAnswer, state: StateAnswer) -> RoutineMethod:
     e, key, box = snake(entity.name), entity.id_attribute, container_of(entity)
     types = ", ".join(f'"{a.name}": {_CHECK[a.type]}' for a in entity.attributes if a.name != key)
     refs = ", ".join(f'"{attr}": self.{box_}' for attr, box_ in _references(state, entity))
-    check_refs = (f"    references = {{{refs}}}\n"
-                  "    for field, target in references.items():\n"
-                  "        if field in updates and updates[field] not in target:\n"
-                  '            return {"success": False, "error": f"unknown {field} {updates[field]}"}\n'
-                  ) if refs else ""
+    check_refs = (
+        (
+            f"    references = {{{refs}}}\n"
+            "    for field, target in references.items():\n"
+            "        if field in updates and updates[field] not in target:\n"
+            '            return {"success": False, "error": f"unknown {field} {updates[field]}"}\n'
+        )
+        if refs
+        else ""
+    )
     code = f'''def update_{e}(self, {key}: str, updates: Dict[str, Any]) -> dict:
     """Change fields of an existing {entity.name} record.
 
@@ -156,9 +175,11 @@ def update_method(entity: EntityAnswer, state: StateAnswer) -> RoutineMethod:
 
 def delete_method(entity: EntityAnswer, state: StateAnswer) -> RoutineMethod:
     e, key, box = snake(entity.name), entity.id_attribute, container_of(entity)
-    guards = "".join(f'    if any(r.get("{key}") == {key} for r in self.{other}.values()):\n'
-                     f'        return {{"success": False, "error": "still referenced by {other}"}}\n'
-                     for other in _referrers(state, entity))
+    guards = "".join(
+        f'    if any(r.get("{key}") == {key} for r in self.{other}.values()):\n'
+        f'        return {{"success": False, "error": "still referenced by {other}"}}\n'
+        for other in _referrers(state, entity)
+    )
     code = f'''def delete_{e}(self, {key}: str) -> dict:
     """Delete a {entity.name} record.
 
@@ -180,8 +201,13 @@ def routine_methods(state: StateAnswer) -> list[RoutineMethod]:
     """Every routine method of every entity."""
     methods = []
     for entity in state.entities:
-        methods += [get_method(entity), list_method(entity), create_method(entity, state),
-                    update_method(entity, state), delete_method(entity, state)]
+        methods += [
+            get_method(entity),
+            list_method(entity),
+            create_method(entity, state),
+            update_method(entity, state),
+            delete_method(entity, state),
+        ]
     return methods
 
 

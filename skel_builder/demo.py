@@ -3,18 +3,18 @@
 Steps shown: judge, environment description, state schema + rules, operations, method code,
 tool schemas (from the runtime), inspection verdicts; then the environment is downloadable.
 """
+
 from __future__ import annotations
 
 import asyncio
-import json
 import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
-from envscaler_core.artifacts import EnvDescription, SourceTask, content_id
+from envscaler_core.artifacts import EnvDescription, content_id
 from envscaler_core.runner import StageContext
 from envscaler_core.runtime import Sandbox
-
 from skel_builder import llm_steps
 from skel_builder.config import SkelBuilderConfig
 from skel_builder.readers import read_tasks
@@ -41,7 +41,7 @@ class DemoBuilder:
         self.config, self.sandbox = config, sandbox
 
     async def build(self, task: str) -> AsyncIterator[dict[str, Any]]:
-        view: dict[str, Any] = {k: None for k in OUTPUTS}
+        view: dict[str, Any] = dict.fromkeys(OUTPUTS)
         log: list[str] = []
 
         def step(message: str) -> dict[str, Any]:
@@ -63,18 +63,28 @@ class DemoBuilder:
             return
         yield step("Judge: stateful. Describing the environment...")
         answer = await llm_steps.describe(client, task, self.config.plan_temperature)
-        view["description"] = f"### {answer.environment_summary}\n{answer.environment_introduction}\n\n" \
-                              f"usefulness {answer.usefulness}/10, modelability {answer.modelability}/10"
+        view["description"] = (
+            f"### {answer.environment_summary}\n{answer.environment_introduction}\n\n"
+            f"usefulness {answer.usefulness}/10, modelability {answer.modelability}/10"
+        )
         yield step("Environment described. Designing the state...")
-        desc = EnvDescription(id=content_id("desc", task), task_id=content_id("task", task), task=task,
-                              judge_result=True, selected=True, **answer.model_dump(exclude={"analysis"}))
+        desc = EnvDescription(
+            id=content_id("desc", task),
+            task_id=content_id("task", task),
+            task=task,
+            judge_result=True,
+            selected=True,
+            **answer.model_dump(exclude={"analysis"}),
+        )
         async for update in self._events(
-                lambda emit: synthesize_env(client, self.sandbox, self.config, desc, emit), view, step):
+            lambda emit: synthesize_env(client, self.sandbox, self.config, desc, emit), view, step
+        ):
             yield update
         draft = view.pop("_result")
         yield step("Inspecting: oracles + LLM checker on every call...")
         async for update in self._events(
-                lambda emit: review_env(client, self.sandbox, self.config, draft, emit), view, step):
+            lambda emit: review_env(client, self.sandbox, self.config, draft, emit), view, step
+        ):
             yield update
         env = view.pop("_result")
         report = env.inspection
@@ -83,8 +93,10 @@ class DemoBuilder:
         view["download"], view["code"] = str(path), env.env_class_code
         view["tools"] = env.tools
         usage = ctx.meter.total()
-        yield step(f"Done: **{env.status}** (score {report.score:.2f}; {report.reason}). "
-                   f"LLM calls {usage.calls}, tokens {usage.prompt_tokens + usage.completion_tokens}.")
+        yield step(
+            f"Done: **{env.status}** (score {report.score:.2f}; {report.reason}). "
+            f"LLM calls {usage.calls}, tokens {usage.prompt_tokens + usage.completion_tokens}."
+        )
 
     async def _events(self, make, view: dict[str, Any], step) -> AsyncIterator[dict[str, Any]]:
         """Run ``make(emit)`` and yield a view update for every event it emits."""
@@ -130,13 +142,22 @@ def _apply(view: dict[str, Any], methods: list[str], kind: str, payload: Any) ->
         return f"Tool schemas derived from the code: {len(payload)} tools."
     if kind == "round":
         rows = view.get("verdicts") or []
-        rows.append([payload["round"], payload["tool"], payload["case_type"], payload["verdict"],
-                     payload.get("llm_verdict") or "-", "; ".join(payload["oracle_violations"])[:160]])
+        rows.append(
+            [
+                payload["round"],
+                payload["tool"],
+                payload["case_type"],
+                payload["verdict"],
+                payload.get("llm_verdict") or "-",
+                "; ".join(payload["oracle_violations"])[:160],
+            ]
+        )
         view["verdicts"] = rows
         return f"Round {payload['round']}: `{payload['tool']}` ({payload['case_type']}) -> {payload['verdict']}"
     if kind == "repair":
         return "Repaired failing methods: " + ", ".join(
-            f"{r['tool']} ({'fixed' if r['fixed_by_gate'] else 'not fixed'})" for r in payload)
+            f"{r['tool']} ({'fixed' if r['fixed_by_gate'] else 'not fixed'})" for r in payload
+        )
     return ""
 
 
@@ -165,8 +186,11 @@ def build_app(config: SkelBuilderConfig, sandbox: Sandbox):
         operations = gr.Dataframe(headers=["operation", "type", "description"], label="Operations")
         code = gr.Code(language="python", label="Environment class")
         tools = gr.JSON(label="Tool schemas (from the code)")
-        verdicts = gr.Dataframe(headers=["round", "tool", "case", "verdict", "LLM", "oracle violations"],
-                                label="Inspection", elem_id="verdicts")
+        verdicts = gr.Dataframe(
+            headers=["round", "tool", "case", "verdict", "LLM", "oracle violations"],
+            label="Inspection",
+            elem_id="verdicts",
+        )
         download = gr.File(label="Download the environment")
         outputs = [status, judge, description, state, operations, code, tools, verdicts, download]
 

@@ -4,16 +4,16 @@ Every attempt is gated by the executable oracles on the test state (no LLM judge
 recorded. Strategies: ``repair`` feeds the exact failure back, ``sample`` draws
 fresh samples at a higher temperature, ``both`` starts with one repair then samples.
 """
+
 from __future__ import annotations
 
 import asyncio
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from envscaler_core.llm import LLMClient
 from envscaler_core.runtime import Sandbox
-
 from skel_builder import llm_steps
 from skel_builder.answers import StateAnswer
 from skel_builder.config import SkelBuilderConfig
@@ -43,9 +43,11 @@ class Failure:
 
     def feedback(self) -> str:
         evidence = "\n".join(f"- {p}" for p in self.problems[:6])
-        return ("\nYour previous version of this method failed when it was run:\n"
-                f"```python\n{self.code.strip()}\n```\nProblems found by running it:\n{evidence}\n"
-                "Fix exactly these problems.\n")
+        return (
+            "\nYour previous version of this method failed when it was run:\n"
+            f"```python\n{self.code.strip()}\n```\nProblems found by running it:\n{evidence}\n"
+            "Fix exactly these problems.\n"
+        )
 
 
 def _salt(*parts: Any) -> str:
@@ -54,26 +56,47 @@ def _salt(*parts: Any) -> str:
 
 def attempt_kinds(strategy: str, samples: int, has_failure: bool) -> list[str]:
     """The kind of each attempt: ``first`` (new method), ``repair`` (failure fed back), ``sample``."""
-    follow_up = {"repair": ["repair"] * samples, "sample": ["sample"] * samples,
-                 "both": ["repair"] + ["sample"] * samples}[strategy]
+    follow_up = {
+        "repair": ["repair"] * samples,
+        "sample": ["sample"] * samples,
+        "both": ["repair"] + ["sample"] * samples,
+    }[strategy]
     kinds = follow_up if has_failure else ["first"] + follow_up
     return kinds[:samples]
 
 
-async def produce_method(client: LLMClient, pool: Sandbox, cfg: SkelBuilderConfig,
-                         ctx: MethodContext, accepted: dict[str, str], name: str, kind: str,
-                         description: str, *, stage: str = "synthesis",
-                         failure: Optional[Failure] = None) -> Optional[str]:
+async def produce_method(
+    client: LLMClient,
+    pool: Sandbox,
+    cfg: SkelBuilderConfig,
+    ctx: MethodContext,
+    accepted: dict[str, str],
+    name: str,
+    kind: str,
+    description: str,
+    *,
+    stage: str = "synthesis",
+    failure: Failure | None = None,
+) -> str | None:
     """A method that passes the static contract and the executable gate, or None."""
     others = [n for n in ctx.op_types if n != name]
-    for index, attempt_kind in enumerate(attempt_kinds(cfg.repair_strategy, max(1, cfg.method_samples),
-                                               failure is not None)):
+    for index, attempt_kind in enumerate(
+        attempt_kinds(cfg.repair_strategy, max(1, cfg.method_samples), failure is not None)
+    ):
         feedback = failure.feedback() if attempt_kind == "repair" and failure else ""
         temperature = cfg.method_temperature if attempt_kind != "sample" else cfg.sample_temperature
         code, why = await llm_steps.write_method(
-            client, skeleton=ctx.prompt_skeleton, state=ctx.schema, name=name, kind=kind,
-            description=description, others=others, feedback=feedback, temperature=temperature,
-            salt=_salt(stage, name, index, attempt_kind, feedback))
+            client,
+            skeleton=ctx.prompt_skeleton,
+            state=ctx.schema,
+            name=name,
+            kind=kind,
+            description=description,
+            others=others,
+            feedback=feedback,
+            temperature=temperature,
+            salt=_salt(stage, name, index, attempt_kind, feedback),
+        )
         problems = [why] if code is None else []
         patched = False
         if code is not None:
@@ -82,11 +105,28 @@ async def produce_method(client: LLMClient, pool: Sandbox, cfg: SkelBuilderConfi
         if not problems and code is not None:
             module = assemble(ctx.skeleton, [*accepted.values(), code])
             problems = await asyncio.to_thread(
-                gate_method, pool, module, ctx.class_name, ctx.schema, ctx.op_types,
-                ctx.test_state, name, ctx.predicates, cfg.seed + index)
-        ctx.attempts.append({"method": name, "stage": stage, "attempt": index + 1,
-                             "strategy": attempt_kind, "ok": not problems,
-                             "docstring_patched": patched, "problems": problems[:6]})
+                gate_method,
+                pool,
+                module,
+                ctx.class_name,
+                ctx.schema,
+                ctx.op_types,
+                ctx.test_state,
+                name,
+                ctx.predicates,
+                cfg.seed + index,
+            )
+        ctx.attempts.append(
+            {
+                "method": name,
+                "stage": stage,
+                "attempt": index + 1,
+                "strategy": attempt_kind,
+                "ok": not problems,
+                "docstring_patched": patched,
+                "problems": problems[:6],
+            }
+        )
         if not problems:
             return code
         if code is not None and (attempt_kind != "sample" or failure is None):

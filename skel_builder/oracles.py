@@ -3,20 +3,28 @@
 They run before and beside the LLM checker. Any hard violation fails the call whatever the LLM
 says; each message names the oracle and the evidence.
 """
+
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from skel_builder.answers import StateAnswer
 from skel_builder.testdata import state_problems
 
-CRASH_TYPES = {"tool_exception", "timeout", "worker_crashed", "unserializable_result",
-               "result_too_large"}
+CRASH_TYPES = {"tool_exception", "timeout", "worker_crashed", "unserializable_result", "result_too_large"}
 HARNESS_TYPES = {"invalid_arguments", "unknown_tool", "malformed_json"}
-ORACLES = ("no_exception", "return_contract", "query_read_only", "failure_atomic",
-           "writes_declared", "state_valid", "repeatable_read", "rules_hold")
+ORACLES = (
+    "no_exception",
+    "return_contract",
+    "query_read_only",
+    "failure_atomic",
+    "writes_declared",
+    "state_valid",
+    "repeatable_read",
+    "rules_hold",
+)
 
 
 @dataclass
@@ -30,9 +38,9 @@ class Observed:
     after: dict[str, Any]
     observation: dict[str, Any]
     diff: list[dict[str, Any]]
-    error_type: Optional[str] = None
-    repeat_observation: Optional[dict[str, Any]] = None
-    repeat_diff: Optional[list[dict[str, Any]]] = None
+    error_type: str | None = None
+    repeat_observation: dict[str, Any] | None = None
+    repeat_diff: list[dict[str, Any]] | None = None
     broken_rules: list[str] = field(default_factory=list)
 
     @property
@@ -50,7 +58,7 @@ def touched_containers(diff: list[dict[str, Any]]) -> set[str]:
     return {op.get("path", "/").split("/")[1] for op in diff if op.get("path", "/") != "/"}
 
 
-def _contract(obs: dict[str, Any], op_type: str) -> Optional[str]:
+def _contract(obs: dict[str, Any], op_type: str) -> str | None:
     if not isinstance(obs.get("success"), bool):
         return "result has no boolean 'success'"
     try:

@@ -1,12 +1,12 @@
 """Runs calls in the sandbox and applies the oracles (shared by the method gate and inspection)."""
+
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from envscaler_core.runtime import EnvLoadError, Sandbox
-
 from skel_builder.answers import StateAnswer
 from skel_builder.cases import derived_arguments
 from skel_builder.contract import container_writes
@@ -34,9 +34,16 @@ class CallRunner:
         EnvLoadError: When the environment does not load with ``state``.
     """
 
-    def __init__(self, sandbox: Sandbox, code: str, class_name: str, schema: StateAnswer,
-                 op_types: dict[str, str], state: dict[str, Any],
-                 predicates: Optional[list[Predicate]] = None):
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        code: str,
+        class_name: str,
+        schema: StateAnswer,
+        op_types: dict[str, str],
+        state: dict[str, Any],
+        predicates: list[Predicate] | None = None,
+    ):
         self.sandbox, self.schema, self.op_types = sandbox, schema, op_types
         self.predicates = predicates or []
         self.writes = container_writes(code, class_name)
@@ -60,10 +67,16 @@ class CallRunner:
         before = self.session.snapshot()
         result = self.session.call(tool, arguments)
         after = self.session.snapshot()
-        call = Observed(tool=tool, op_type=self.op_types.get(tool, "state_change"),
-                        arguments=arguments, before=before, after=after,
-                        observation=result.observation, diff=result.state_diff,
-                        error_type=result.error_type)
+        call = Observed(
+            tool=tool,
+            op_type=self.op_types.get(tool, "state_change"),
+            arguments=arguments,
+            before=before,
+            after=after,
+            observation=result.observation,
+            diff=result.state_diff,
+            error_type=result.error_type,
+        )
         if call.op_type == "query" and result.error_type is None:
             again = self.session.call(tool, arguments)
             call.repeat_observation, call.repeat_diff = again.observation, again.state_diff
@@ -79,17 +92,25 @@ class CallRunner:
     def close(self) -> None:
         self.session.close()
 
-    def __enter__(self) -> "CallRunner":
+    def __enter__(self) -> CallRunner:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
 
-def gate_method(sandbox: Sandbox, code: str, class_name: str, schema: StateAnswer,
-                op_types: dict[str, str], state: dict[str, Any], method: str,
-                predicates: Optional[list[Predicate]] = None, seed: int = 0,
-                cases: int = 6) -> list[str]:
+def gate_method(
+    sandbox: Sandbox,
+    code: str,
+    class_name: str,
+    schema: StateAnswer,
+    op_types: dict[str, str],
+    state: dict[str, Any],
+    method: str,
+    predicates: list[Predicate] | None = None,
+    seed: int = 0,
+    cases: int = 6,
+) -> list[str]:
     """Run ``method`` on ``state`` with derived positive and negative cases; return violations."""
     rng = random.Random(seed)
     try:

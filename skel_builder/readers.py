@@ -3,12 +3,14 @@
 Filters follow the original step0: ASCII-only text ("English"), no multimodal words, none of a
 list of keywords; then exact dedup. Every filter is a config switch.
 """
+
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from envscaler_core.artifacts import SourceTask, content_id
 from envscaler_core.cli import UserError
@@ -16,8 +18,7 @@ from envscaler_core.cli import UserError
 MULTIMODAL_WORDS = ("image", "photo", "picture", "video", "audio", "sound", "speech", "clip")
 _ASCII_TEXT = re.compile(r"^[A-Za-z0-9\s.,;:!?'\"()\[\]{}\-_/&%#*+=<>$|~^`\\]*$")
 _MULTIMODAL = re.compile(r"\b(" + "|".join(MULTIMODAL_WORDS) + r")s?\b", re.I)
-_APIBANK_CUTS = ("\nGenerate API Request: ", "\nAPI-Request: ", "TIME: ", "\nAI: ",
-                 "\nGenerate AI Response: ")
+_APIBANK_CUTS = ("\nGenerate API Request: ", "\nAPI-Request: ", "TIME: ", "\nAI: ", "\nGenerate AI Response: ")
 FORMATS = ("auto", "toolace", "apibank", "jsonl", "text")
 
 
@@ -96,8 +97,9 @@ def read_tasks(path: Path | str, fmt: str = "auto") -> Iterator[tuple[str, str]]
             yield task, source
 
 
-def filter_reason(task: str, *, ascii_only: bool, drop_multimodal: bool,
-                  keywords: list[str], min_chars: int) -> str | None:
+def filter_reason(
+    task: str, *, ascii_only: bool, drop_multimodal: bool, keywords: list[str], min_chars: int
+) -> str | None:
     """Why ``task`` is dropped by the cheap filters, or None to keep it."""
     if len(task) < min_chars:
         return "too short"
@@ -112,8 +114,9 @@ def filter_reason(task: str, *, ascii_only: bool, drop_multimodal: bool,
     return None
 
 
-def collect_tasks(path: Path | str, fmt: str, *, limit: int | None = None,
-                  **filters: Any) -> tuple[list[SourceTask], dict[str, int]]:
+def collect_tasks(
+    path: Path | str, fmt: str, *, limit: int | None = None, **filters: Any
+) -> tuple[list[SourceTask], dict[str, int]]:
     """Read, filter and exactly dedup tasks; return records and drop counts."""
     seen: set[str] = set()
     tasks: list[SourceTask] = []

@@ -2,22 +2,23 @@
 
 Every repair attempt is recorded in the report; a dropped environment always says why.
 """
+
 from __future__ import annotations
 
 import ast
 import asyncio
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from envscaler_core.artifacts import EnvSpec, InspectionReport, ToolVerdict
 from envscaler_core.llm import LLMClient
 from envscaler_core.runtime import EnvLoadError, Sandbox
-
 from skel_builder.answers import StateAnswer
 from skel_builder.config import SkelBuilderConfig
 from skel_builder.contract import direct_writes
 from skel_builder.crud import example_methods, routine_methods
-from skel_builder.inspection import Inspector, calibration, discount_checker, failing_tools, score, trust_controls
+from skel_builder.inspection import Inspector, discount_checker, failing_tools, score, trust_controls
 from skel_builder.methods import Failure, MethodContext, produce_method
 from skel_builder.probe import CallRunner, Predicate
 from skel_builder.skeleton import assemble, render_skeleton
@@ -32,8 +33,10 @@ def _quiet(step: str, payload: Any) -> None:
 def _evidence(verdicts: list[ToolVerdict]) -> list[str]:
     out = []
     for v in verdicts[:3]:
-        call = f"call with {json.dumps(v.arguments, ensure_ascii=False)[:200]} returned " \
-               f"{json.dumps(v.observation, ensure_ascii=False)[:300]}"
+        call = (
+            f"call with {json.dumps(v.arguments, ensure_ascii=False)[:200]} returned "
+            f"{json.dumps(v.observation, ensure_ascii=False)[:300]}"
+        )
         reasons = v.oracle_violations or [f"checker: {v.llm_reason}"]
         out.extend(f"{r} [{call}]" for r in reasons)
     return out
@@ -64,8 +67,15 @@ class EnvReview:
 
     def method_context(self) -> MethodContext:
         prompt = assemble(self.skeleton, [m.code for m in example_methods(self.schema)])
-        return MethodContext(self.schema.class_name, self.schema, self.skeleton, prompt,
-                             self.test_state, self.predicates, dict(self.op_types))
+        return MethodContext(
+            self.schema.class_name,
+            self.schema,
+            self.skeleton,
+            prompt,
+            self.test_state,
+            self.predicates,
+            dict(self.op_types),
+        )
 
     def changed_entities(self) -> set[str]:
         """Containers written by the state-changing tools (directly or through a self-call)."""
@@ -91,38 +101,74 @@ class EnvReview:
         return callers
 
 
-async def _inspect(client: LLMClient, pool: Sandbox, cfg: SkelBuilderConfig, review: EnvReview,
-                   attempt: int, emit: Emit) -> list[ToolVerdict]:
-    runner = await asyncio.to_thread(CallRunner, pool, review.code, review.schema.class_name,
-                                     review.schema, review.op_types, review.test_state,
-                                     review.predicates)
-    inspector = Inspector(client, cfg, summary=review.spec.environment_summary,
-                          rules=review.spec.constraints_rules, schema=review.schema,
-                          sources=review.methods, salt=f"{review.spec.id}:{attempt}")
+async def _inspect(
+    client: LLMClient, pool: Sandbox, cfg: SkelBuilderConfig, review: EnvReview, attempt: int, emit: Emit
+) -> list[ToolVerdict]:
+    runner = await asyncio.to_thread(
+        CallRunner,
+        pool,
+        review.code,
+        review.schema.class_name,
+        review.schema,
+        review.op_types,
+        review.test_state,
+        review.predicates,
+    )
+    inspector = Inspector(
+        client,
+        cfg,
+        summary=review.spec.environment_summary,
+        rules=review.spec.constraints_rules,
+        schema=review.schema,
+        sources=review.methods,
+        salt=f"{review.spec.id}:{attempt}",
+    )
     try:
         return await inspector.run(runner, review.test_state, emit)
     finally:
         await asyncio.to_thread(runner.close)
 
 
-async def _repair(client: LLMClient, pool: Sandbox, cfg: SkelBuilderConfig, review: EnvReview,
-                  failing: dict[str, list[ToolVerdict]], round_index: int) -> list[dict[str, Any]]:
+async def _repair(
+    client: LLMClient,
+    pool: Sandbox,
+    cfg: SkelBuilderConfig,
+    review: EnvReview,
+    failing: dict[str, list[ToolVerdict]],
+    round_index: int,
+) -> list[dict[str, Any]]:
     ctx = review.method_context()
     log = []
     for tool, verdicts in failing.items():
         others = {n: c for n, c in review.methods.items() if n != tool}
-        code = await produce_method(client, pool, cfg, ctx, others, tool, review.op_types[tool],
-                                    review.descriptions.get(tool, ""), stage=f"repair{round_index + 1}",
-                                    failure=Failure(review.methods[tool], _evidence(verdicts)))
+        code = await produce_method(
+            client,
+            pool,
+            cfg,
+            ctx,
+            others,
+            tool,
+            review.op_types[tool],
+            review.descriptions.get(tool, ""),
+            stage=f"repair{round_index + 1}",
+            failure=Failure(review.methods[tool], _evidence(verdicts)),
+        )
         if code is not None:
             review.methods[tool] = code
-        log.append({"round": round_index + 1, "tool": tool, "fixed_by_gate": code is not None,
-                    "attempts": [a for a in ctx.attempts if a["method"] == tool]})
+        log.append(
+            {
+                "round": round_index + 1,
+                "tool": tool,
+                "fixed_by_gate": code is not None,
+                "attempts": [a for a in ctx.attempts if a["method"] == tool],
+            }
+        )
     return log
 
 
-def _prune(review: EnvReview, verdicts: list[ToolVerdict], failing: set[str],
-           cfg: SkelBuilderConfig) -> tuple[list[ToolVerdict], list[str], str]:
+def _prune(
+    review: EnvReview, verdicts: list[ToolVerdict], failing: set[str], cfg: SkelBuilderConfig
+) -> tuple[list[ToolVerdict], list[str], str]:
     """Drop failing tools no other method calls; return kept verdicts, dropped tools, or a reason."""
     blocked = {t: review.callers_of(t) for t in failing}
     if any(blocked.values()):
@@ -136,13 +182,18 @@ def _prune(review: EnvReview, verdicts: list[ToolVerdict], failing: set[str],
     return [v for v in verdicts if v.tool not in failing], sorted(failing), ""
 
 
-async def review_env(client: LLMClient, pool: Sandbox, cfg: SkelBuilderConfig, spec: EnvSpec,
-                     emit: Emit = _quiet) -> EnvSpec:
+async def review_env(
+    client: LLMClient, pool: Sandbox, cfg: SkelBuilderConfig, spec: EnvSpec, emit: Emit = _quiet
+) -> EnvSpec:
     """Inspect, repair, prune and decide; the returned spec is ``accepted`` or ``rejected``."""
     problem = spec.build_log.synthesis_error if spec.build_log else None
     if problem or not spec.tools:
-        return _decide(spec, EnvReview(spec) if spec.state_schema is not None else None,
-                       InspectionReport(threshold=cfg.threshold), problem or "no tools")
+        return _decide(
+            spec,
+            EnvReview(spec) if spec.state_schema is not None else None,
+            InspectionReport(threshold=cfg.threshold),
+            problem or "no tools",
+        )
     review = EnvReview(spec)
     controls = review.known_good()
     repairs: list[dict[str, Any]] = []
@@ -152,13 +203,17 @@ async def review_env(client: LLMClient, pool: Sandbox, cfg: SkelBuilderConfig, s
             if cfg.discount_uncalibrated_checker:
                 verdicts = discount_checker(verdicts, controls)
         except EnvLoadError as exc:
-            return _decide(spec, review, InspectionReport(threshold=cfg.threshold, repairs=repairs),
-                           f"environment does not load with its test state: {exc}")
+            return _decide(
+                spec,
+                review,
+                InspectionReport(threshold=cfg.threshold, repairs=repairs),
+                f"environment does not load with its test state: {exc}",
+            )
         failing = failing_tools(score(verdicts, cfg.threshold, controls))
         if not failing or attempt == cfg.repair_rounds:
             break
         repairs.extend(await _repair(client, pool, cfg, review, failing, attempt))
-        emit("repair", repairs[-len(failing):])
+        emit("repair", repairs[-len(failing) :])
     report = score(verdicts, cfg.threshold, controls)  # the keep-rule: every tool, before pruning
     all_verdicts, dropped, note = verdicts, [], ""
     if failing and cfg.prune_failing_tools:
@@ -172,8 +227,10 @@ async def review_env(client: LLMClient, pool: Sandbox, cfg: SkelBuilderConfig, s
     reason = keep_rule_reason(report, cfg.threshold)
     still = sorted(failing_tools(score(verdicts, cfg.threshold, controls)))
     if still and not reason:
-        report.reason_note = f"tools still failing after {cfg.repair_rounds} repair rounds (kept: the " \
-                             f"score decides): {still}" + (f"; not pruned: {note}" if note else "")
+        report.reason_note = (
+            f"tools still failing after {cfg.repair_rounds} repair rounds (kept: the "
+            f"score decides): {still}" + (f"; not pruned: {note}" if note else "")
+        )
     try:
         tools = await asyncio.to_thread(pool.compute_schemas, review.code, review.schema.class_name)
     except EnvLoadError as exc:
@@ -198,7 +255,8 @@ def keep_rule_reason(report: InspectionReport, threshold: float) -> str:
 def _decide(spec: EnvSpec, review: EnvReview | None, report: InspectionReport, reason: str) -> EnvSpec:
     report.accepted = not reason
     report.reason = reason or f"score {report.score:.2f} >= {report.threshold}" + (
-        f" (after pruning {report.pruned_score:.2f})" if report.pruned_score is not None else "")
+        f" (after pruning {report.pruned_score:.2f})" if report.pruned_score is not None else ""
+    )
     if report.reason_note:
         report.reason += f"; {report.reason_note}"
     if report.calibration.get("at_chance"):
@@ -206,7 +264,9 @@ def _decide(spec: EnvSpec, review: EnvReview | None, report: InspectionReport, r
     update: dict[str, Any] = {"inspection": report, "status": "accepted" if report.accepted else "rejected"}
     if review is not None:
         update["env_class_code"] = review.code
-        update["operation_list"] = [op.model_copy(update={"code": review.methods[op.operation_name]})
-                                    for op in spec.operation_list if op.operation_name in review.methods]
+        update["operation_list"] = [
+            op.model_copy(update={"code": review.methods[op.operation_name]})
+            for op in spec.operation_list
+            if op.operation_name in review.methods
+        ]
     return spec.model_copy(update=update)
-

@@ -1,10 +1,10 @@
 """Selecting environments to build: dedup by summary, score thresholds, near-duplicate removal
 and clustering to a target count (embeddings when configured, else local TF-IDF).
 """
+
 from __future__ import annotations
 
 import logging
-from typing import Optional
 
 import numpy as np
 
@@ -29,9 +29,15 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.where(norms == 0, 1, norms)
 
 
-def select(descriptions: list[EnvDescription], *, min_usefulness: int, min_modelability: int,
-           target_count: int, near_duplicate: float,
-           vectors: Optional[np.ndarray] = None) -> list[EnvDescription]:
+def select(
+    descriptions: list[EnvDescription],
+    *,
+    min_usefulness: int,
+    min_modelability: int,
+    target_count: int,
+    near_duplicate: float,
+    vectors: np.ndarray | None = None,
+) -> list[EnvDescription]:
     """Return every description with ``selected`` and ``selection_reason`` set."""
     out = [d.model_copy() for d in descriptions]
     best: dict[str, EnvDescription] = {}
@@ -100,6 +106,6 @@ def embed(base_url: str, api_key: str, model: str, texts: list[str]) -> np.ndarr
     client = openai.OpenAI(base_url=base_url, api_key=api_key or "sk-no-key", max_retries=3)
     vectors = []
     for start in range(0, len(texts), 64):
-        response = client.embeddings.create(model=model, input=texts[start:start + 64])
+        response = client.embeddings.create(model=model, input=texts[start : start + 64])
         vectors.extend(item.embedding for item in sorted(response.data, key=lambda x: x.index))
     return np.asarray(vectors, dtype=float)

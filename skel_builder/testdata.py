@@ -4,10 +4,11 @@ The model fills the derived schema (structured output), then :func:`normalize_te
 re-keys records by their id, coerces types and points ``*_id`` references at records that exist;
 :func:`fallback_state` writes a plain deterministic state when the model cannot.
 """
+
 from __future__ import annotations
 
 import random
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
@@ -119,7 +120,7 @@ def fallback_state(state: StateAnswer, per_container: int = 3) -> dict[str, Any]
     return normalize_test_state(state, data)
 
 
-def _reference_target(state: StateAnswer, attr: str, owner: EntityAnswer) -> Optional[str]:
+def _reference_target(state: StateAnswer, attr: str, owner: EntityAnswer) -> str | None:
     for entity in state.entities:
         if entity is not owner and attr == entity.id_attribute:
             return container_of(entity)
@@ -138,8 +139,10 @@ def normalize_test_state(state: StateAnswer, data: Any, seed: int = 0) -> dict[s
         for index, (key, record) in enumerate(raw.items(), 1):
             record = dict(record) if isinstance(record, dict) else {}
             ident = str(record.get(key_attr) or key)
-            fixed = {a.name: _coerce(record.get(a.name), a.type, _sample_value(a.name, a.type, index))
-                     for a in entity.attributes}
+            fixed = {
+                a.name: _coerce(record.get(a.name), a.type, _sample_value(a.name, a.type, index))
+                for a in entity.attributes
+            }
             fixed[key_attr] = ident
             records[ident] = fixed
         out[box] = records

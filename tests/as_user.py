@@ -7,6 +7,7 @@ interpreter lives where the user cannot enter (``/root/.pyenv``), a private moun
 it only the interpreter (the runtime's own :func:`~envscaler_core.runtime.jailed.mountns.hide`). As a
 normal user: runs the same tests directly.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,9 +19,13 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 USER = "envscaler-sbx-test"
-TESTS = ["tests/test_core/test_runtime_hostile.py", "tests/test_core/test_runtime_integrity.py",
-         "tests/test_core/test_runtime_landlock.py", "tests/test_core/test_runtime_checkers.py",
-         "tests/test_core/test_runtime_template.py"]
+TESTS = [
+    "tests/test_core/test_runtime_hostile.py",
+    "tests/test_core/test_runtime_integrity.py",
+    "tests/test_core/test_runtime_landlock.py",
+    "tests/test_core/test_runtime_checkers.py",
+    "tests/test_core/test_runtime_template.py",
+]
 
 
 def _pytest(cwd: str) -> list[str]:

@@ -1,4 +1,5 @@
 """Loads a script of ``bench/`` as a module (the folder is not a package)."""
+
 from __future__ import annotations
 
 import importlib.util

@@ -1,4 +1,5 @@
 """Shared pytest fixtures: the scripted OpenAI-compatible server and hermetic settings."""
+
 from __future__ import annotations
 
 import os
@@ -8,8 +9,14 @@ import pytest
 from envscaler_core.testing import ScriptedServer
 
 # Tests never reach a real endpoint by accident and never print progress bars.
-for _var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL", "USER_OPENAI_BASE_URL",
-             "USER_OPENAI_API_KEY", "ENVSCALER_EMBEDDED_URL"):
+for _var in (
+    "OPENAI_BASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_MODEL",
+    "USER_OPENAI_BASE_URL",
+    "USER_OPENAI_API_KEY",
+    "ENVSCALER_EMBEDDED_URL",
+):
     os.environ.pop(_var, None)
 os.environ.setdefault("ENVSCALER_NO_PROGRESS", "1")
 

@@ -6,13 +6,15 @@ uses of a :class:`~envscaler_core.runtime.Sandbox` (``check``, ``replay``, ``in_
 go through it. :class:`ShelfEnv` is a two-tool lending shelf whose steps carry the JSON-Patch diffs
 and hashes the real sandbox reports, so progress rewards rebuild the same states.
 """
+
 from __future__ import annotations
 
 import asyncio
 import copy
 import functools
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
 
 from envscaler_core.artifacts import ChecklistItem, EnvSpec, Scenario, ToolCall
 from envscaler_core.rollout import EpisodeTask
@@ -20,13 +22,26 @@ from envscaler_core.runtime import CallResult, CheckResult, Replay, parse_argume
 
 SHELF_STATE = {"books": {"B1": {"title": "Dune", "lent_to": None}}, "members": {"M1": {"name": "Ann"}}}
 SHELF_TOOLS = [
-    {"type": "function", "function": {
-        "name": "get_book", "description": "A book by id.",
-        "parameters": {"type": "object", "properties": {"book_id": {"type": "string"}}, "required": ["book_id"]}}},
-    {"type": "function", "function": {
-        "name": "lend_book", "description": "Lend a book to a member.",
-        "parameters": {"type": "object", "properties": {"book_id": {"type": "string"}, "member_id": {"type": "string"}},
-                       "required": ["book_id", "member_id"]}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "get_book",
+            "description": "A book by id.",
+            "parameters": {"type": "object", "properties": {"book_id": {"type": "string"}}, "required": ["book_id"]},
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "lend_book",
+            "description": "Lend a book to a member.",
+            "parameters": {
+                "type": "object",
+                "properties": {"book_id": {"type": "string"}, "member_id": {"type": "string"}},
+                "required": ["book_id", "member_id"],
+            },
+        },
+    },
 ]
 LENT = "def check_func(final_state, initial_state):\n    return final_state['books']['B1']['lent_to'] == 'M1'\n"
 KEPT_TITLE = "def check_func(final_state, initial_state):\n    return final_state['books']['B1']['title'] == 'Dune'\n"
@@ -49,15 +64,27 @@ def shelf_call(state: dict, name: str, arguments: dict) -> tuple[dict, str | Non
 
 
 def shelf_env() -> EnvSpec:
-    return EnvSpec(id="shelf", env_id="shelf", env_class_name="Shelf", env_class_code="class Shelf: ...",
-                   tools=SHELF_TOOLS, environment_summary="A lending shelf.")
+    return EnvSpec(
+        id="shelf",
+        env_id="shelf",
+        env_class_name="Shelf",
+        env_class_code="class Shelf: ...",
+        tools=SHELF_TOOLS,
+        environment_summary="A lending shelf.",
+    )
 
 
 def shelf_scenario(checkers: tuple[str, ...] = (LENT, KEPT_TITLE), reference: bool = True) -> Scenario:
     checklist = [ChecklistItem(check_item=f"check {i}", check_func=src) for i, src in enumerate(checkers)]
     solution = [ToolCall(name="lend_book", arguments={"book_id": "B1", "member_id": "M1"})] if reference else []
-    return Scenario(id="shelf-lend", env_id="shelf", init_config=copy.deepcopy(SHELF_STATE),
-                    task="Lend Dune (B1) to Ann (M1).", checklist_with_func=checklist, reference_solution=solution)
+    return Scenario(
+        id="shelf-lend",
+        env_id="shelf",
+        init_config=copy.deepcopy(SHELF_STATE),
+        task="Lend Dune (B1) to Ann (M1).",
+        checklist_with_func=checklist,
+        reference_solution=solution,
+    )
 
 
 class FakeSandbox:
@@ -88,11 +115,20 @@ class FakeSandbox:
         for call in calls:
             before = copy.deepcopy(current)
             observation, error_type = shelf_call(current, call.name, call.arguments)
-            results.append(CallResult(tool=call.name, arguments=call.arguments, observation=observation,
-                                      ok=observation.get("success", False), error_type=error_type,
-                                      state_diff=state_diff(before, current), state_hash=state_hash(current)))
-        return Replay(initial_state=copy.deepcopy(state), final_state=current, results=results,
-                      final_hash=state_hash(current))
+            results.append(
+                CallResult(
+                    tool=call.name,
+                    arguments=call.arguments,
+                    observation=observation,
+                    ok=observation.get("success", False),
+                    error_type=error_type,
+                    state_diff=state_diff(before, current),
+                    state_hash=state_hash(current),
+                )
+            )
+        return Replay(
+            initial_state=copy.deepcopy(state), final_state=current, results=results, final_hash=state_hash(current)
+        )
 
     def in_background(self, fn: Callable[..., Any], *args: Any) -> Future:
         """Runs ``fn`` on this fake's thread (callers may hold their own locks when they start it)."""
@@ -115,10 +151,18 @@ class ShelfEnv:
         self.calls.append(name)
         before = copy.deepcopy(self.state)
         parsed, error = parse_arguments(arguments)  # the agent's arguments come as JSON text
-        observation, error_type = (error, error["error_type"]) if parsed is None else shelf_call(self.state, name, parsed)
-        return CallResult(tool=name, arguments=arguments, observation=observation,
-                          ok=observation.get("success", False), error_type=error_type,
-                          state_diff=state_diff(before, self.state), state_hash=state_hash(self.state))
+        observation, error_type = (
+            (error, error["error_type"]) if parsed is None else shelf_call(self.state, name, parsed)
+        )
+        return CallResult(
+            tool=name,
+            arguments=arguments,
+            observation=observation,
+            ok=observation.get("success", False),
+            error_type=error_type,
+            state_diff=state_diff(before, self.state),
+            state_hash=state_hash(self.state),
+        )
 
     async def snapshot(self) -> dict[str, Any]:
         return copy.deepcopy(self.state)

@@ -1,4 +1,5 @@
 """``python -m envscaler_core.llm serve|models`` — the embedded server for other clients."""
+
 from envscaler_core.cli import run_cli
 
 COMMANDS = {

@@ -8,6 +8,7 @@ exclusive lock for which SQLite does not always wait, so the file is created and
 a file lock; statements that still meet a lock are retried, and a cache that stays locked degrades
 to a miss (get) or a skipped store (put) with a warning: the cache never fails the call it serves.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -17,8 +18,9 @@ import logging
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -77,10 +79,11 @@ class ResponseCache:
     def __setstate__(self, state: dict) -> None:
         self.__init__(state["path"])
 
-    def get(self, key: str) -> Optional[dict[str, Any]]:
+    def get(self, key: str) -> dict[str, Any] | None:
         try:
             row = self._retrying(
-                lambda conn: conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone())
+                lambda conn: conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+            )
         except sqlite3.OperationalError as exc:
             log.warning("LLM cache %s unreadable (%s): treating as a miss", self.path, exc)
             return None
@@ -89,8 +92,9 @@ class ResponseCache:
     def put(self, key: str, value: dict[str, Any]) -> None:
         blob = json.dumps(value, ensure_ascii=False)
         try:
-            self._retrying(lambda conn: conn.execute(
-                "INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)", (key, blob)))
+            self._retrying(
+                lambda conn: conn.execute("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)", (key, blob))
+            )
         except sqlite3.OperationalError as exc:
             log.warning("LLM cache %s not written (%s): the answer is used but not cached", self.path, exc)
 

@@ -5,6 +5,7 @@ SDK behind a proxy; see ``transport``), with the SDK's error types and classific
 ``base_url`` configured it starts the embedded llama.cpp server (see ``embedded``) and, for that
 backend, constrains tool calls with a JSON schema built from the ``tools`` list.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -14,15 +15,23 @@ import os
 import random
 import time
 import weakref
-from typing import Any, ClassVar, Optional, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from envscaler_core.artifacts import Usage
 from envscaler_core.llm.cache import ResponseCache, cache_key
 from envscaler_core.llm.config import LLMConfig
-from envscaler_core.llm.schema import (AGENT_TURN, USER_TURN, agent_turn_schema, decode_turn, extract_json,
-                                       response_format_for, tool_call_schema, turn_format)
+from envscaler_core.llm.schema import (
+    AGENT_TURN,
+    USER_TURN,
+    agent_turn_schema,
+    decode_turn,
+    extract_json,
+    response_format_for,
+    tool_call_schema,
+    turn_format,
+)
 from envscaler_core.llm.transport import make_transport, sdk
 from envscaler_core.llm.usage import UsageMeter
 from envscaler_core.toolformat import parse_text_tool_calls, split_reasoning
@@ -31,14 +40,21 @@ log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
 
 
-
 def _fatal(exc: Exception) -> bool:
     """Rejections a retry cannot fix (the SDK's 400/401/403/404/422 classes)."""
     if not type(exc).__module__.startswith("openai"):
         return False
     openai = sdk()
-    return isinstance(exc, (openai.BadRequestError, openai.AuthenticationError, openai.PermissionDeniedError,
-                            openai.NotFoundError, openai.UnprocessableEntityError))
+    return isinstance(
+        exc,
+        (
+            openai.BadRequestError,
+            openai.AuthenticationError,
+            openai.PermissionDeniedError,
+            openai.NotFoundError,
+            openai.UnprocessableEntityError,
+        ),
+    )
 
 
 class LLMError(RuntimeError):
@@ -57,7 +73,7 @@ class ChatResult(BaseModel):
     content: str = ""
     reasoning: str = ""
     tool_calls: list[dict[str, Any]] = []
-    finish_reason: Optional[str] = None
+    finish_reason: str | None = None
     usage: Usage = Usage()
     cached: bool = False
     parsed_from_text: bool = False
@@ -72,7 +88,7 @@ class ChatResult(BaseModel):
         return message
 
 
-def _tool_call(name: str, arguments: Any, call_id: Optional[str] = None) -> dict[str, Any]:
+def _tool_call(name: str, arguments: Any, call_id: str | None = None) -> dict[str, Any]:
     """A call in OpenAI form; without the server's id its id is empty until :func:`_name_calls`."""
     args = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
     return {"id": call_id or "", "type": "function", "function": {"name": name, "arguments": args}}
@@ -105,13 +121,19 @@ class _Shared:
 class LLMClient:
     """Calls one endpoint with one configuration; share an instance across a stage."""
 
-    def __init__(self, config: LLMConfig, *, cache: Optional[ResponseCache] = None,
-                 meter: Optional[UsageMeter] = None, label: str = "llm"):
+    def __init__(
+        self,
+        config: LLMConfig,
+        *,
+        cache: ResponseCache | None = None,
+        meter: UsageMeter | None = None,
+        label: str = "llm",
+    ):
         self.config = config
         self.cache = cache if config.cache else None
         self.meter = meter or UsageMeter()
         self.label = label
-        self._base_url: Optional[str] = config.base_url
+        self._base_url: str | None = config.base_url
         self._identity = config.model
 
     # ------------------------------------------------------------------ endpoint
@@ -137,15 +159,23 @@ class LLMClient:
         return self.config.constrain_turns
 
     # ------------------------------------------------------------------ public API
-    async def chat(self, messages: list[dict[str, Any]], *, tools: Optional[list[dict]] = None,
-                   tool_choice: Any = None, response_format: Optional[dict] = None,
-                   temperature: Optional[float] = None, max_tokens: Optional[int] = None,
-                   cache_salt: Optional[str] = None, label: Optional[str] = None,
-                   use_cache: Optional[bool] = None, stream: bool = False) -> ChatResult:
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict] | None = None,
+        tool_choice: Any = None,
+        response_format: dict | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        cache_salt: str | None = None,
+        label: str | None = None,
+        use_cache: bool | None = None,
+        stream: bool = False,
+    ) -> ChatResult:
         """One chat completion with retries; raises :class:`LLMError` when it finally fails."""
         base_url = self._endpoint()
-        request = self._build_request(messages, tools, tool_choice, response_format,
-                                      temperature, max_tokens)
+        request = self._build_request(messages, tools, tool_choice, response_format, temperature, max_tokens)
         label = label or self.label
         seed = self.config.sampling_seed
         if seed is not None:  # derived before the cache key: another base seed is another answer
@@ -163,38 +193,54 @@ class LLMClient:
             cache.put(key, result.model_dump(exclude={"cached"}))
         return result
 
-    async def structured(self, messages: list[dict[str, Any]], model: type[T], *,
-                         max_reasks: int = 2, temperature: Optional[float] = None,
-                         max_tokens: Optional[int] = None, cache_salt: Optional[str] = None,
-                         label: Optional[str] = None) -> T:
+    async def structured(
+        self,
+        messages: list[dict[str, Any]],
+        model: type[T],
+        *,
+        max_reasks: int = 2,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        cache_salt: str | None = None,
+        label: str | None = None,
+    ) -> T:
         """Ask for JSON matching ``model``; re-ask (quoting the error) a bounded number of times."""
         convo = list(messages)
         last_error = ""
         for _ in range(max_reasks + 1):
-            result = await self.chat(convo, response_format=response_format_for(model),
-                                     temperature=temperature, max_tokens=max_tokens,
-                                     cache_salt=cache_salt, label=label)
+            result = await self.chat(
+                convo,
+                response_format=response_format_for(model),
+                temperature=temperature,
+                max_tokens=max_tokens,
+                cache_salt=cache_salt,
+                label=label,
+            )
             try:
                 return model.model_validate(extract_json(result.content))
             except (json.JSONDecodeError, ValidationError, ValueError) as exc:
                 last_error = str(exc)[:800]
             convo = convo + [
                 {"role": "assistant", "content": result.content},
-                {"role": "user", "content": (
-                    "Your answer did not match the required JSON schema: " + last_error +
-                    "\nAnswer again with only one JSON object that matches the schema.")},
+                {
+                    "role": "user",
+                    "content": (
+                        "Your answer did not match the required JSON schema: "
+                        + last_error
+                        + "\nAnswer again with only one JSON object that matches the schema."
+                    ),
+                },
             ]
         raise StructuredOutputError(
-            f"{model.__name__}: no valid answer after {max_reasks + 1} tries; last error: {last_error}")
+            f"{model.__name__}: no valid answer after {max_reasks + 1} tries; last error: {last_error}"
+        )
 
     # ------------------------------------------------------------------ internals
-    def _build_request(self, messages, tools, tool_choice, response_format, temperature,
-                       max_tokens) -> dict[str, Any]:
+    def _build_request(self, messages, tools, tool_choice, response_format, temperature, max_tokens) -> dict[str, Any]:
         cfg = self.config
         request: dict[str, Any] = {"model": cfg.model, "messages": messages}
         temp = temperature if temperature is not None else cfg.temperature
-        for name, value in (("temperature", temp), ("top_p", cfg.top_p),
-                            ("max_tokens", max_tokens or cfg.max_tokens)):
+        for name, value in (("temperature", temp), ("top_p", cfg.top_p), ("max_tokens", max_tokens or cfg.max_tokens)):
             if value is not None:
                 request[name] = value
         if tools:
@@ -203,8 +249,10 @@ class LLMClient:
                 request["tool_choice"] = tool_choice
             if self.embedded and tool_choice not in (None, "auto", "none"):
                 only = tool_choice.get("function", {}).get("name") if isinstance(tool_choice, dict) else None
-                request["response_format"] = {"type": "json_schema", "json_schema": {
-                    "name": "tool_call", "schema": tool_call_schema(tools, only), "strict": False}}
+                request["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": "tool_call", "schema": tool_call_schema(tools, only), "strict": False},
+                }
                 request.pop("tool_choice", None)
             elif self.schema_turns and tool_choice in (None, "auto") and response_format is None:
                 request["response_format"] = turn_format(AGENT_TURN, agent_turn_schema(tools))
@@ -217,15 +265,15 @@ class LLMClient:
 
     async def _call_with_retries(self, base_url, request, tools, label, stream) -> ChatResult:
         cfg = self.config
-        transport, semaphore = _Shared.get(base_url, cfg.api_key or "sk-no-key", cfg.timeout_s,
-                                        1 if self.embedded else cfg.concurrency)
+        transport, semaphore = _Shared.get(
+            base_url, cfg.api_key or "sk-no-key", cfg.timeout_s, 1 if self.embedded else cfg.concurrency
+        )
         last: Exception | None = None
         for attempt in range(cfg.max_retries + 1):
             started = time.perf_counter()
             try:
                 async with semaphore:
-                    result = await (self._stream(transport, request) if stream
-                                    else self._once(transport, request))
+                    result = await (self._stream(transport, request) if stream else self._once(transport, request))
                 result = self._finish(result, tools, _turn_kind(request))
                 result.usage.latency_s = time.perf_counter() - started
                 result.usage.calls = 1
@@ -239,14 +287,15 @@ class LLMClient:
                 self.meter.record(label, Usage(errors=1))
                 if attempt < cfg.max_retries:
                     delay = self._backoff(attempt, exc)
-                    log.warning("%s: attempt %d failed (%s); retrying in %.1fs",
-                                label, attempt + 1, _describe(exc), delay)
+                    log.warning(
+                        "%s: attempt %d failed (%s); retrying in %.1fs", label, attempt + 1, _describe(exc), delay
+                    )
                     await asyncio.sleep(delay)
         error = EmptyResponseError if isinstance(last, _EmptyResponse) else LLMError
         raise error(f"{label}: failed after {cfg.max_retries + 1} attempts: {_describe(last)}")
 
     def _backoff(self, attempt: int, exc: Exception) -> float:
-        delay = min(self.config.backoff_max_s, self.config.backoff_base_s * 2 ** attempt)
+        delay = min(self.config.backoff_max_s, self.config.backoff_base_s * 2**attempt)
         retry_after = getattr(getattr(exc, "response", None), "headers", {}).get("retry-after")
         if retry_after:
             try:
@@ -262,11 +311,17 @@ class LLMClient:
             raise ValueError("response has no choices")
         choice = choices[0]
         msg = choice.get("message") or {}
-        calls = [_tool_call(c["function"]["name"], c["function"]["arguments"], c.get("id"))
-                 for c in msg.get("tool_calls") or []]
-        return ChatResult(content=msg.get("content") or "", reasoning=msg.get("reasoning_content") or "",
-                          tool_calls=calls, finish_reason=choice.get("finish_reason"),
-                          usage=_usage(response.get("usage")))
+        calls = [
+            _tool_call(c["function"]["name"], c["function"]["arguments"], c.get("id"))
+            for c in msg.get("tool_calls") or []
+        ]
+        return ChatResult(
+            content=msg.get("content") or "",
+            reasoning=msg.get("reasoning_content") or "",
+            tool_calls=calls,
+            finish_reason=choice.get("finish_reason"),
+            usage=_usage(response.get("usage")),
+        )
 
     async def _stream(self, transport, request: dict) -> ChatResult:
         body = _wire_body(request) | {"stream": True, "stream_options": {"include_usage": True}}
@@ -287,10 +342,15 @@ class LLMClient:
                     slot["arguments"] += function.get("arguments") or ""
                 finish = choice.get("finish_reason") or finish
         tool_calls = [_tool_call(c["name"], c["arguments"], c["id"]) for _, c in sorted(calls.items())]
-        return ChatResult(content="".join(content), reasoning="".join(reasoning),
-                          tool_calls=tool_calls, finish_reason=finish, usage=usage)
+        return ChatResult(
+            content="".join(content),
+            reasoning="".join(reasoning),
+            tool_calls=tool_calls,
+            finish_reason=finish,
+            usage=usage,
+        )
 
-    def _finish(self, result: ChatResult, tools: Optional[list[dict]], turn: str = "") -> ChatResult:
+    def _finish(self, result: ChatResult, tools: list[dict] | None, turn: str = "") -> ChatResult:
         if not result.reasoning and "</think>" in result.content:
             result.reasoning, result.content = split_reasoning(result.content)
         if turn and not result.tool_calls:
@@ -308,7 +368,7 @@ class LLMClient:
         return result
 
 
-def request_seed(base_seed: int, request: dict[str, Any], cache_salt: Optional[str]) -> int:
+def request_seed(base_seed: int, request: dict[str, Any], cache_salt: str | None) -> int:
     """A request's sampling seed: fixed by the base seed, the request and its salt (a 31-bit int,
     which every llama.cpp and OpenAI-compatible server takes)."""
     digest = cache_key({"seed": base_seed, "request": request, "salt": cache_salt})
@@ -355,7 +415,7 @@ def _wire_body(request: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def _describe(exc: Optional[BaseException]) -> str:
+def _describe(exc: BaseException | None) -> str:
     if exc is None:
         return "unknown error"
     status = getattr(exc, "status_code", None)

@@ -3,10 +3,11 @@
 Values come, in increasing priority, from defaults, the environment / ``.env``, a stage config
 file and CLI overrides. With no ``base_url`` anywhere, the embedded llama.cpp server is used.
 """
+
 from __future__ import annotations
 
 import os
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -25,12 +26,12 @@ EMBEDDED_MODEL_NAME = "embedded"
 class LLMConfig(BaseModel):
     """How to reach one OpenAI-compatible endpoint and how to call it."""
 
-    base_url: Optional[str] = None
-    api_key: Optional[str] = Field(default=None, repr=False)
+    base_url: str | None = None
+    api_key: str | None = Field(default=None, repr=False)
     model: str = EMBEDDED_MODEL_NAME
-    temperature: Optional[float] = None
-    top_p: Optional[float] = None
-    max_tokens: Optional[int] = None
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
     timeout_s: float = 600.0
     max_retries: int = 5
     backoff_base_s: float = 1.0
@@ -45,7 +46,7 @@ class LLMConfig(BaseModel):
     tool with valid arguments, or a final answer (a reply, or the stop marker). For endpoints
     without native tool calling; implied for the embedded model and ``llama_cpp`` endpoints."""
     extra_body: dict[str, Any] = Field(default_factory=dict)
-    seed: Optional[int] = None
+    seed: int | None = None
     """Base seed of sampling. Each request is sent its own seed, derived from this one, the request
     and its cache salt: the same seed gives the same answers on one machine, and two samples of one
     prompt (different salts) still differ. Unset: 0 on llama.cpp endpoints (the embedded model),
@@ -53,7 +54,7 @@ class LLMConfig(BaseModel):
     file's ``llm`` section)."""
 
     @property
-    def sampling_seed(self) -> Optional[int]:
+    def sampling_seed(self) -> int | None:
         """The base seed requests are derived from (None: send none)."""
         if self.seed is not None:
             return self.seed
@@ -81,7 +82,7 @@ def load_dotenv_once() -> None:
     load_dotenv(override=False)
 
 
-def _from_env(role: str, name: str) -> Optional[str]:
+def _from_env(role: str, name: str) -> str | None:
     for prefix in _ROLE_PREFIXES[role]:
         value = os.environ.get(prefix + name)
         if value:
@@ -89,7 +90,7 @@ def _from_env(role: str, name: str) -> Optional[str]:
     return None
 
 
-def resolve_llm_config(role: Role, overrides: Optional[dict[str, Any]] = None) -> LLMConfig:
+def resolve_llm_config(role: Role, overrides: dict[str, Any] | None = None) -> LLMConfig:
     """Build the config of ``role`` from the environment, then apply ``overrides``."""
     load_dotenv_once()
     values: dict[str, Any] = {}

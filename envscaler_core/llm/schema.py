@@ -1,4 +1,5 @@
 """JSON-schema helpers for structured output and constrained tool calls."""
+
 from __future__ import annotations
 
 import copy
@@ -10,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 # Weak keys: models built at run time (per environment) do not pile up.
-_SCHEMAS: "weakref.WeakKeyDictionary[type[BaseModel], dict[str, Any]]" = weakref.WeakKeyDictionary()
+_SCHEMAS: weakref.WeakKeyDictionary[type[BaseModel], dict[str, Any]] = weakref.WeakKeyDictionary()
 _FENCED = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
 
 
@@ -58,11 +59,13 @@ def tool_call_schema(tools: list[dict[str, Any]], only: str | None = None) -> di
         if only and fn["name"] != only:
             continue
         params = fn.get("parameters") or {"type": "object", "properties": {}}
-        options.append({
-            "type": "object",
-            "properties": {"name": {"const": fn["name"]}, "arguments": params},
-            "required": ["name", "arguments"],
-        })
+        options.append(
+            {
+                "type": "object",
+                "properties": {"name": {"const": fn["name"]}, "arguments": params},
+                "required": ["name", "arguments"],
+            }
+        )
     return options[0] if len(options) == 1 else {"anyOf": options}
 
 
@@ -81,7 +84,7 @@ def extract_json(text: str) -> Any:
     starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
     if not starts:
         raise json.JSONDecodeError("no JSON object found", text, 0)
-    obj, _ = json.JSONDecoder().raw_decode(text[min(starts):])
+    obj, _ = json.JSONDecoder().raw_decode(text[min(starts) :])
     return obj
 
 
@@ -99,16 +102,25 @@ def agent_turn_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
     """
     calls = tool_call_schema(tools)
     options = list(calls.get("anyOf", [calls])) if tools else []
-    options.append({"type": "object", "properties": {ANSWER_KEY: {
-        "type": "string", "minLength": 1, "maxLength": _TEXT_CAP}}, "required": [ANSWER_KEY]})
+    options.append(
+        {
+            "type": "object",
+            "properties": {ANSWER_KEY: {"type": "string", "minLength": 1, "maxLength": _TEXT_CAP}},
+            "required": [ANSWER_KEY],
+        }
+    )
     return {"anyOf": options}
 
 
 def user_turn_schema(stop: str) -> dict[str, Any]:
     """A simulated user's turn: ``{"reply": text}`` or ``{"reply": stop}``."""
-    return {"type": "object", "properties": {"reply": {"anyOf": [
-        {"const": stop}, {"type": "string", "minLength": 1, "maxLength": _TEXT_CAP}]}},
-        "required": ["reply"]}
+    return {
+        "type": "object",
+        "properties": {
+            "reply": {"anyOf": [{"const": stop}, {"type": "string", "minLength": 1, "maxLength": _TEXT_CAP}]}
+        },
+        "required": ["reply"],
+    }
 
 
 def turn_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:

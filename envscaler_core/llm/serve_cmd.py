@@ -1,4 +1,5 @@
 """Start the embedded server alone (for other clients) and stop it cleanly on Ctrl-C/SIGTERM."""
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,7 @@ def run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     # Installed before the URL is printed: a client may send SIGTERM as soon as it reads it.
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    print(f"embedded model {server.model_path}\nOPENAI_BASE_URL={server.base_url}\n"
-          "press Ctrl-C to stop", flush=True)
+    print(f"embedded model {server.model_path}\nOPENAI_BASE_URL={server.base_url}\npress Ctrl-C to stop", flush=True)
     try:
         stop.wait()
     except KeyboardInterrupt:

@@ -16,12 +16,14 @@ Bodies are encoded and parsed with ``orjson``.
 :class:`SdkTransport` is used when an HTTP(S) proxy applies to the endpoint (the SDK honours the
 proxy environment variables; the lean transport does not speak to proxies).
 """
+
 from __future__ import annotations
 
 import asyncio
 import ssl
 import urllib.request
-from typing import Any, AsyncIterator, Optional
+from collections.abc import AsyncIterator
+from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
@@ -35,6 +37,7 @@ def sdk():
     import openai
 
     return openai
+
 
 _HEAD_LIMIT = 1 << 20  # bytes of status line + headers (and of one chunk-size line)
 
@@ -58,7 +61,7 @@ class _Conn:
 class _Head:
     """Status and headers of a response (header names lower-cased)."""
 
-    __slots__ = ("status", "headers", "keep_alive")
+    __slots__ = ("headers", "keep_alive", "status")
 
     def __init__(self, raw: bytes) -> None:
         lines = raw.decode("latin-1").split("\r\n")
@@ -90,8 +93,10 @@ class LeanTransport:
         self._port = url.port or (443 if url.scheme == "https" else 80)
         self._ssl = ssl.create_default_context() if url.scheme == "https" else None
         self._prefix = url.path.rstrip("/")
-        self._headers = (f"Host: {url.netloc}\r\nAuthorization: Bearer {api_key}\r\n"
-                         "Content-Type: application/json\r\nAccept: application/json\r\nUser-Agent: envscaler\r\n")
+        self._headers = (
+            f"Host: {url.netloc}\r\nAuthorization: Bearer {api_key}\r\n"
+            "Content-Type: application/json\r\nAccept: application/json\r\nUser-Agent: envscaler\r\n"
+        )
         self._idle: list[_Conn] = []
         self._sdk: Any = None
         self._sdk_args = (base_url, api_key, timeout)
@@ -136,8 +141,11 @@ class LeanTransport:
                 if isinstance(parsed, dict) and parsed.get("error"):
                     error = parsed["error"]
                     message = error.get("message") if isinstance(error, dict) else None
-                    raise sdk().APIError(message if isinstance(message, str) and message
-                                          else "An error occurred during streaming", self._request(path), body=error)
+                    raise sdk().APIError(
+                        message if isinstance(message, str) and message else "An error occurred during streaming",
+                        self._request(path),
+                        body=error,
+                    )
                 yield parsed
             self._release(conn, head)
             conn = None
@@ -156,8 +164,12 @@ class LeanTransport:
     # ------------------------------------------------------------------ internals
     def _frame(self, path: str, body: dict[str, Any]) -> bytes:
         data = orjson.dumps(body)
-        return (f"POST {self._prefix}{path} HTTP/1.1\r\n{self._headers}Content-Length: {len(data)}\r\n\r\n"
-                .encode("latin-1") + data)
+        return (
+            f"POST {self._prefix}{path} HTTP/1.1\r\n{self._headers}Content-Length: {len(data)}\r\n\r\n".encode(
+                "latin-1"
+            )
+            + data
+        )
 
     async def _send(self, data: bytes) -> tuple[_Conn, _Head]:
         while self._idle:
@@ -221,7 +233,7 @@ class LeanTransport:
                     return
                 yield piece
 
-    def _release(self, conn: Optional[_Conn], head: _Head) -> None:
+    def _release(self, conn: _Conn | None, head: _Head) -> None:
         if conn is None:
             return
         if head.keep_alive and conn.usable:
@@ -241,12 +253,13 @@ class LeanTransport:
         if self._sdk is None:
             base_url, api_key, timeout = self._sdk_args
             self._sdk = sdk().AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
-        response = httpx2.Response(head.status, headers=list(head.headers.items()), content=payload,
-                                   request=self._request(path))
+        response = httpx2.Response(
+            head.status, headers=list(head.headers.items()), content=payload, request=self._request(path)
+        )
         return self._sdk._make_status_error_from_response(response)  # openai is pinned (requirements.txt)
 
 
-def _drop(conn: Optional[_Conn]) -> None:
+def _drop(conn: _Conn | None) -> None:
     if conn is not None:
         conn.close()
 
@@ -281,8 +294,9 @@ class SdkTransport:
         return await self._client.post(path, cast_to=object, body=body)
 
     async def stream(self, path: str, body: dict[str, Any]) -> AsyncIterator[Any]:
-        events = await self._client.post(path, cast_to=object, body=body, stream=True,
-                                         stream_cls=sdk().AsyncStream[object])
+        events = await self._client.post(
+            path, cast_to=object, body=body, stream=True, stream_cls=sdk().AsyncStream[object]
+        )
         async for event in events:
             yield event
 

@@ -1,4 +1,5 @@
 """Call, token and latency accounting, per stage (or any label)."""
+
 from __future__ import annotations
 
 import threading
@@ -11,7 +12,7 @@ from envscaler_core.artifacts import Usage
 WORKER_USAGE: dict[str, Usage] = defaultdict(Usage)
 
 
-def _remote_meter() -> "UsageMeter":
+def _remote_meter() -> UsageMeter:
     return UsageMeter(_remote=True)
 
 

@@ -6,6 +6,7 @@ Generic parts: :class:`RolloutEngine`, :class:`Episode`, :class:`AgentPolicy`,
 facade (``tasks``) and the checklist reward hook (``rewards``, over :mod:`envscaler_core.scoring`).
 Used by ``interact_with_env``, ``rl`` and ``evaluation``.
 """
+
 from envscaler_core.rollout.agent import AgentAction, AgentCall, AgentPolicy
 from envscaler_core.rollout.engine import RolloutEngine, run_episodes
 from envscaler_core.rollout.episode import Episode
@@ -13,12 +14,52 @@ from envscaler_core.rollout.filters import FilterSettings, filter_reasons, filte
 from envscaler_core.rollout.metrics import build_report, is_success, report_rows, success_counts
 from envscaler_core.rollout.rewards import ChecklistReward
 from envscaler_core.rollout.tasks import ScenarioEnvs, ScenarioPayload, env_introduction, episode_tasks
-from envscaler_core.rollout.types import (BehindOpener, EnvFactory, EpisodeOutcome, EpisodeTask, PreparingRewardHook,
-                                          RewardHook, RewardResult, RolloutSettings, StartingEnv, ToolEnv, offers)
+from envscaler_core.rollout.types import (
+    BehindOpener,
+    EnvFactory,
+    EpisodeOutcome,
+    EpisodeTask,
+    PreparingRewardHook,
+    RewardHook,
+    RewardResult,
+    RolloutSettings,
+    StartingEnv,
+    ToolEnv,
+    offers,
+)
 from envscaler_core.rollout.user_sim import STOP, UserSimulator, parse_user_reply
 
-__all__ = ["AgentAction", "AgentCall", "AgentPolicy", "BehindOpener", "ChecklistReward", "EnvFactory", "Episode",
-           "EpisodeOutcome", "EpisodeTask", "FilterSettings", "PreparingRewardHook", "RewardHook", "RewardResult",
-           "RolloutEngine", "RolloutSettings", "STOP", "ScenarioEnvs", "ScenarioPayload", "StartingEnv",
-           "ToolEnv", "UserSimulator", "build_report", "env_introduction", "episode_tasks", "filter_reasons",
-           "filter_trajectories", "is_success", "offers", "parse_user_reply", "report_rows", "run_episodes", "success_counts"]
+__all__ = [
+    "STOP",
+    "AgentAction",
+    "AgentCall",
+    "AgentPolicy",
+    "BehindOpener",
+    "ChecklistReward",
+    "EnvFactory",
+    "Episode",
+    "EpisodeOutcome",
+    "EpisodeTask",
+    "FilterSettings",
+    "PreparingRewardHook",
+    "RewardHook",
+    "RewardResult",
+    "RolloutEngine",
+    "RolloutSettings",
+    "ScenarioEnvs",
+    "ScenarioPayload",
+    "StartingEnv",
+    "ToolEnv",
+    "UserSimulator",
+    "build_report",
+    "env_introduction",
+    "episode_tasks",
+    "filter_reasons",
+    "filter_trajectories",
+    "is_success",
+    "offers",
+    "parse_user_reply",
+    "report_rows",
+    "run_episodes",
+    "success_counts",
+]

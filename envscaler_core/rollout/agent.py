@@ -9,13 +9,14 @@ Two protocols:
   results returned in one user message of ``<tool_response>`` blocks (the format is owned by
   :mod:`envscaler_core.toolformat`).
 """
+
 from __future__ import annotations
 
 import json
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from envscaler_core.artifacts import Usage
 from envscaler_core.llm import EmptyResponseError, LLMClient
@@ -23,8 +24,14 @@ from envscaler_core.llm.schema import AGENT_TURN, agent_turn_schema, turn_format
 from envscaler_core.prompts import render_prompt
 from envscaler_core.rollout.types import RolloutSettings
 from envscaler_core.runtime import CallResult
-from envscaler_core.toolformat import (TextTurn, format_error_message, parse_turn, render_assistant, render_results,
-                                      with_tools)
+from envscaler_core.toolformat import (
+    TextTurn,
+    format_error_message,
+    parse_turn,
+    render_assistant,
+    render_results,
+    with_tools,
+)
 
 PACKAGE = "envscaler_core.rollout"
 MALFORMED_TOOL = "(malformed)"
@@ -64,9 +71,13 @@ def observation_text(observation: dict[str, Any]) -> str:
 
 def _as_text(content: str, tool_calls: list[dict[str, Any]]) -> str:
     """A text-mode answer: calls decoded under the turn schema written as ``<tool_call>`` blocks."""
-    return render_assistant(content, [{"name": c["function"]["name"],
-                                       "arguments": json.loads(c["function"]["arguments"] or "{}")}
-                                      for c in tool_calls])
+    return render_assistant(
+        content,
+        [
+            {"name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"] or "{}")}
+            for c in tool_calls
+        ],
+    )
 
 
 def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -84,16 +95,24 @@ class AgentPolicy:
         env_introduction: Text appended to the system prompt.
     """
 
-    def __init__(self, client: Optional[LLMClient], settings: RolloutSettings,
-                 tools: list[dict[str, Any]], env_introduction: str = "") -> None:
+    def __init__(
+        self,
+        client: LLMClient | None,
+        settings: RolloutSettings,
+        tools: list[dict[str, Any]],
+        env_introduction: str = "",
+    ) -> None:
         self.client, self.settings, self.tools = client, settings, tools
         self.tool_names = [t.get("function", t)["name"] for t in tools]
         self.system_prompt = settings.system_prompt or self._render_system(env_introduction)
 
     def _render_system(self, env_introduction: str) -> str:
         name = "agent_conversation.md" if self.settings.mode == "user" else "agent_task.md"
-        intro = f"The following is an introduction to the current environment:\n{env_introduction}" \
-            if env_introduction else ""
+        intro = (
+            f"The following is an introduction to the current environment:\n{env_introduction}"
+            if env_introduction
+            else ""
+        )
         prompt = render_prompt(PACKAGE, name, env_introduction=intro, answer_format=self._answer_format()).rstrip()
         return with_tools(prompt, self.tools) if self.settings.agent_mode == "text" else prompt
 
@@ -107,8 +126,7 @@ class AgentPolicy:
 
     def initial_messages(self, first_user_message: str) -> list[dict[str, Any]]:
         """``[system, user]`` to start an episode."""
-        return [{"role": "system", "content": self.system_prompt},
-                {"role": "user", "content": first_user_message}]
+        return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": first_user_message}]
 
     async def act(self, messages: list[dict[str, Any]], cache_salt: str) -> AgentAction:
         """One model turn (raises ``LLMError`` if the endpoint fails for good)."""
@@ -120,17 +138,22 @@ class AgentPolicy:
         started = time.perf_counter()
         try:
             result = await self.client.chat(
-                wire_messages(messages), tools=self.tools if fc else None,
+                wire_messages(messages),
+                tools=self.tools if fc else None,
                 tool_choice="auto" if fc and self.tools else None,
                 response_format=turn_format(AGENT_TURN, agent_turn_schema(self.tools))
-                if constrained and not fc else None,
-                temperature=self.settings.temperature, max_tokens=self.settings.max_tokens,
-                cache_salt=cache_salt)
+                if constrained and not fc
+                else None,
+                temperature=self.settings.temperature,
+                max_tokens=self.settings.max_tokens,
+                cache_salt=cache_salt,
+            )
         except EmptyResponseError:
             if constrained:
                 raise  # nothing under a schema that always allows an answer: the endpoint failed
-            return AgentAction(message={"role": "assistant", "content": ""}, empty=True,
-                               latency_s=time.perf_counter() - started)
+            return AgentAction(
+                message={"role": "assistant", "content": ""}, empty=True, latency_s=time.perf_counter() - started
+            )
         usage = result.usage.model_copy()
         if result.cached:
             usage = usage.model_copy(update={"calls": 0, "cache_hits": 1})
@@ -142,20 +165,22 @@ class AgentPolicy:
         return action
 
     def _from_fc(self, message: dict[str, Any]) -> AgentAction:
-        calls = [AgentCall(c.get("id") or _new_id(), c["function"]["name"], c["function"]["arguments"])
-                 for c in message.get("tool_calls") or []]
+        calls = [
+            AgentCall(c.get("id") or _new_id(), c["function"]["name"], c["function"]["arguments"])
+            for c in message.get("tool_calls") or []
+        ]
         return AgentAction(message=message, calls=calls, content=message.get("content") or "")
 
-    def action_from_text(self, text: str, reasoning: str = "", *, first_only: bool = False,
-                         strict_think: bool = False) -> AgentAction:
+    def action_from_text(
+        self, text: str, reasoning: str = "", *, first_only: bool = False, strict_think: bool = False
+    ) -> AgentAction:
         """Parses a written answer (a model's, or a person's in the play demo).
 
         In ``text`` mode the message keeps the text; in ``fc`` mode calls written as
         ``<tool_call>`` JSON become native ``tool_calls``. ``first_only`` and ``strict_think``
         are :func:`~envscaler_core.toolformat.parse_turn`'s (RL environments use them).
         """
-        turn = parse_turn(text, self.tool_names, reasoning=reasoning, first_only=first_only,
-                          strict_think=strict_think)
+        turn = parse_turn(text, self.tool_names, reasoning=reasoning, first_only=first_only, strict_think=strict_think)
         return self.action_from_turn(turn)
 
     def action_from_turn(self, turn: TextTurn) -> AgentAction:
@@ -166,21 +191,36 @@ class AgentPolicy:
         else:
             message = {"role": "assistant", "content": turn.content or None}
             if calls:
-                message["tool_calls"] = [{"id": c.id, "type": "function", "function": {
-                    "name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}} for c in calls]
+                message["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)},
+                    }
+                    for c in calls
+                ]
         if turn.reasoning:
             message["reasoning_content"] = turn.reasoning
         return AgentAction(message=message, calls=calls, content=turn.content, format_errors=list(turn.errors))
 
-    def observation_messages(self, results: list[tuple[AgentCall, CallResult]],
-                             format_errors: list[str]) -> list[dict[str, Any]]:
+    def observation_messages(
+        self, results: list[tuple[AgentCall, CallResult]], format_errors: list[str]
+    ) -> list[dict[str, Any]]:
         """Messages that carry tool results (and parse errors) back to the agent."""
-        errors = [{"success": False, "error_type": "malformed_tool_call", "error": format_error_message(e)}
-                  for e in format_errors]
+        errors = [
+            {"success": False, "error_type": "malformed_tool_call", "error": format_error_message(e)}
+            for e in format_errors
+        ]
         if self.settings.agent_mode == "fc":
-            return [{"role": "tool", "tool_call_id": call.id, "name": call.name,
-                     "content": observation_text(out.observation)} for call, out in results] + [
-                {"role": "user", "content": observation_text(e)} for e in errors]
+            return [
+                {
+                    "role": "tool",
+                    "tool_call_id": call.id,
+                    "name": call.name,
+                    "content": observation_text(out.observation),
+                }
+                for call, out in results
+            ] + [{"role": "user", "content": observation_text(e)} for e in errors]
         blocks = [observation_text(out.observation) for _, out in results] + [observation_text(e) for e in errors]
         if not blocks:
             return []

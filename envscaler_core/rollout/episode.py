@@ -5,19 +5,21 @@ play demo), and either side may be played by a person (``agent_turn(action=...)`
 ``user_turn(text=...)``). Bad tool calls never end an episode: the environment answers them
 with error observations. Only endpoint failures (``LLMError``) escape.
 """
+
 from __future__ import annotations
 
 import asyncio
 import json
 import time
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 from envscaler_core.artifacts import StepRecord, Trajectory, Usage
 from envscaler_core.prompts import render_prompt
 from envscaler_core.rollout.agent import MALFORMED_TOOL, AgentAction, AgentCall, AgentPolicy
 from envscaler_core.rollout.types import FORMAT_ERROR_TYPES, EpisodeTask, RolloutSettings, StartingEnv, ToolEnv, offers
-from envscaler_core.runtime import CallResult
 from envscaler_core.rollout.user_sim import STOP, UserSimulator, UserTurn
+from envscaler_core.runtime import CallResult
 
 EventHook = Callable[[dict[str, Any]], None]
 
@@ -34,8 +36,15 @@ class Episode:
         on_event: Called with ``{"kind": "message" | "step" | "end", ...}`` as things happen.
     """
 
-    def __init__(self, task: EpisodeTask, env: ToolEnv, agent: AgentPolicy, settings: RolloutSettings,
-                 user: Optional[UserSimulator] = None, on_event: Optional[EventHook] = None) -> None:
+    def __init__(
+        self,
+        task: EpisodeTask,
+        env: ToolEnv,
+        agent: AgentPolicy,
+        settings: RolloutSettings,
+        user: UserSimulator | None = None,
+        on_event: EventHook | None = None,
+    ) -> None:
         self.task, self.env, self.agent, self.settings, self.user = task, env, agent, settings, user
         self.on_event = on_event or (lambda event: None)
         self.messages: list[dict[str, Any]] = []
@@ -47,7 +56,7 @@ class Episode:
         self.next: str = "agent"  # "agent" | "user" | "done"
         self.termination = ""
         self.initial_state: dict[str, Any] = {}
-        self._initial: Optional[asyncio.Future] = None  # the initial snapshot of an env still opening
+        self._initial: asyncio.Future | None = None  # the initial snapshot of an env still opening
         self._last_agent_text = ""
         self._started = time.perf_counter()
         # call key -> (state hash right after it, whether it or an earlier same call changed the state)
@@ -58,7 +67,7 @@ class Episode:
         return self.next == "done"
 
     # ------------------------------------------------------------------ lifecycle
-    async def start(self, opening: Optional[str] = None) -> None:
+    async def start(self, opening: str | None = None) -> None:
         """Snapshots the initial state and writes the first messages.
 
         Args:
@@ -119,7 +128,7 @@ class Episode:
             self._end(reason)
 
     # ------------------------------------------------------------------ agent side
-    async def agent_turn(self, action: Optional[AgentAction] = None) -> AgentAction:
+    async def agent_turn(self, action: AgentAction | None = None) -> AgentAction:
         """One agent turn: ask the model (or take ``action``) and execute its tool calls."""
         if action is None:
             action = await self.agent.act(self.messages, cache_salt=f"{self.task.id}:agent:{self.agent_turns}")
@@ -161,8 +170,18 @@ class Episode:
         for error in action.format_errors:
             obs = {"success": False, "error_type": "malformed_tool_call", "error": error}
             last_hash = self.steps[-1].state_hash if self.steps else ""
-            self._record_step("", MALFORMED_TOOL, "", CallResult(tool=MALFORMED_TOOL, observation=obs, ok=False,
-                                                                 error_type="malformed_tool_call", state_hash=last_hash))
+            self._record_step(
+                "",
+                MALFORMED_TOOL,
+                "",
+                CallResult(
+                    tool=MALFORMED_TOOL,
+                    observation=obs,
+                    ok=False,
+                    error_type="malformed_tool_call",
+                    state_hash=last_hash,
+                ),
+            )
         if any(s.error_type in FORMAT_ERROR_TYPES for s in self.steps):
             self._flag("format_error")
         for message in self.agent.observation_messages(results, action.format_errors):
@@ -176,16 +195,22 @@ class Episode:
         return made is not None and made[0] == self.steps[-1].state_hash
 
     def _record_step(self, call_id: str, name: str, arguments: Any, outcome: CallResult) -> None:
-        step = StepRecord(index=len(self.steps), tool_call_id=call_id, name=name,
-                          arguments=arguments if isinstance(arguments, (dict, str)) else str(arguments),
-                          observation=outcome.observation, error_type=outcome.error_type,
-                          state_diff=outcome.state_diff, state_hash=outcome.state_hash,
-                          duration_ms=outcome.duration_ms)
+        step = StepRecord(
+            index=len(self.steps),
+            tool_call_id=call_id,
+            name=name,
+            arguments=arguments if isinstance(arguments, (dict, str)) else str(arguments),
+            observation=outcome.observation,
+            error_type=outcome.error_type,
+            state_diff=outcome.state_diff,
+            state_hash=outcome.state_hash,
+            duration_ms=outcome.duration_ms,
+        )
         self.steps.append(step)
         self._emit("step", step=step)
 
     # ------------------------------------------------------------------ user side
-    async def user_turn(self, text: Optional[str] = None) -> UserTurn:
+    async def user_turn(self, text: str | None = None) -> UserTurn:
         """The user's answer to the agent's last text (a person's when ``text`` is given)."""
         turn = await self._user_says(text, agent_text=self._last_agent_text)
         if turn.empty:
@@ -199,7 +224,7 @@ class Episode:
                 self.next = "agent"
         return turn
 
-    async def _user_says(self, text: Optional[str], agent_text: Optional[str]) -> UserTurn:
+    async def _user_says(self, text: str | None, agent_text: str | None) -> UserTurn:
         assert self.user is not None, "user mode needs a UserSimulator"
         salt = f"{self.task.id}:user:{self.agent_turns}"
         if text is not None:
@@ -230,15 +255,27 @@ class Episode:
         timings = {k: round(v, 4) for k, v in self.timings.items()}
         timings["wall_s"] = round(time.perf_counter() - self._started, 4)
         return Trajectory(
-            id=self.task.id, scenario_id=self.task.scenario_id, env_id=self.task.env_id,
-            sample=self.task.sample, mode=self.settings.mode, agent_mode=self.settings.agent_mode,
-            model=model, seed=self.task.seed, task=self.task.task, tools=self.agent.tools,
-            messages=list(self.messages), user_messages=list(self.user.messages) if self.user else [],
-            steps=list(self.steps), usage=self.usage, timings=timings,
-            termination=self.termination or "unfinished", flags=list(self.flags))
+            id=self.task.id,
+            scenario_id=self.task.scenario_id,
+            env_id=self.task.env_id,
+            sample=self.task.sample,
+            mode=self.settings.mode,
+            agent_mode=self.settings.agent_mode,
+            model=model,
+            seed=self.task.seed,
+            task=self.task.task,
+            tools=self.agent.tools,
+            messages=list(self.messages),
+            user_messages=list(self.user.messages) if self.user else [],
+            steps=list(self.steps),
+            usage=self.usage,
+            timings=timings,
+            termination=self.termination or "unfinished",
+            flags=list(self.flags),
+        )
 
 
-__all__ = ["Episode", "EventHook", "STOP"]
+__all__ = ["STOP", "Episode", "EventHook"]
 
 
 def _call_key(call: AgentCall) -> str:

@@ -8,11 +8,13 @@ failing call (same tool, same arguments: a row that teaches the model to retry w
 Every threshold is a field of :class:`FilterSettings`; :func:`filter_report` counts what went in,
 what was kept and why the rest was dropped.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -24,9 +26,14 @@ SUSPICIOUS_FLAGS = ("empty_user_turn", "premature_stop", "checker_error", "no_ch
 
 DEFAULT_ACTION_BOUNDS = {"task": (3, 29), "user": (5, 39)}
 # what each drop reason means, in the words of reports and summaries
-REASON_LABELS = {"low_reward": "reward", "incomplete": "unfinished", "flag": "flagged",
-                 "action_count": "action bounds", "repeated_failing_call": "repeated failing calls",
-                 "format_error": "format errors"}
+REASON_LABELS = {
+    "low_reward": "reward",
+    "incomplete": "unfinished",
+    "flag": "flagged",
+    "action_count": "action bounds",
+    "repeated_failing_call": "repeated failing calls",
+    "format_error": "format errors",
+}
 
 
 class FilterSettings(BaseModel):
@@ -43,8 +50,8 @@ class FilterSettings(BaseModel):
             the same arguments.
     """
 
-    min_actions: Optional[int] = None
-    max_actions: Optional[int] = None
+    min_actions: int | None = None
+    max_actions: int | None = None
     action_bounds: dict[str, tuple[int, int]] = Field(default_factory=lambda: dict(DEFAULT_ACTION_BOUNDS))
     min_reward: float = 1.0
     require_completion: bool = True
@@ -53,8 +60,10 @@ class FilterSettings(BaseModel):
 
     def bounds(self, mode: str) -> tuple[int, int]:
         low, high = self.action_bounds.get(mode, DEFAULT_ACTION_BOUNDS[mode])
-        return (self.min_actions if self.min_actions is not None else low,
-                self.max_actions if self.max_actions is not None else high)
+        return (
+            self.min_actions if self.min_actions is not None else low,
+            self.max_actions if self.max_actions is not None else high,
+        )
 
 
 def action_count(trajectory: Trajectory) -> int:
@@ -108,8 +117,9 @@ def filter_reasons(trajectory: Trajectory, settings: FilterSettings) -> list[str
     return reasons
 
 
-def filter_trajectories(trajectories: Iterable[Trajectory], settings: FilterSettings
-                        ) -> tuple[list[Trajectory], dict[str, int]]:
+def filter_trajectories(
+    trajectories: Iterable[Trajectory], settings: FilterSettings
+) -> tuple[list[Trajectory], dict[str, int]]:
     """Kept trajectories and a count per drop reason (an episode counts once per reason it has)."""
     kept, counts = [], {}
     for trajectory in trajectories:
@@ -130,10 +140,14 @@ def reason_label(reason: str) -> str:
 
 def filter_report(read: int, kept: list[Trajectory], reasons: dict[str, int]) -> dict[str, Any]:
     """What a filter saw: trajectories read, kept, dropped, and the drops by reason."""
-    return {"read": read, "kept": len(kept), "dropped": read - len(kept),
-            "drop_reasons": dict(sorted(reasons.items())),
-            "kept_below_reward_1": sum(t.reward.final < 1.0 for t in kept),
-            "kept_flagged": sum(bool(t.flags) for t in kept)}
+    return {
+        "read": read,
+        "kept": len(kept),
+        "dropped": read - len(kept),
+        "drop_reasons": dict(sorted(reasons.items())),
+        "kept_below_reward_1": sum(t.reward.final < 1.0 for t in kept),
+        "kept_flagged": sum(bool(t.flags) for t in kept),
+    }
 
 
 def filter_report_path(kept: Path) -> Path:

@@ -4,10 +4,12 @@ pass^k follows τ²-bench (``envscaler_core.metrics``): for a scenario with ``n`
 ``c`` succeeded, ``C(c, k) / C(n, k)``, averaged over scenarios with ``n >= k``. An episode
 succeeds when its final reward is 1 (every checker True).
 """
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any, Iterable, Optional
+from collections.abc import Iterable
+from typing import Any
 
 from envscaler_core.artifacts import Trajectory
 from envscaler_core.metrics import pass_hat_k_table
@@ -38,7 +40,9 @@ def _summary(trajectories: list[Trajectory], max_k: int) -> dict[str, Any]:
     return {
         "episodes": len(trajectories),
         "scenarios": len(counts),
-        "mean_reward": round(sum(t.reward.final for t in trajectories) / len(trajectories), 4) if trajectories else None,
+        "mean_reward": round(sum(t.reward.final for t in trajectories) / len(trajectories), 4)
+        if trajectories
+        else None,
         "success_rate": round(sum(map(is_success, trajectories)) / len(trajectories), 4) if trajectories else None,
         "pass_hat_k": {str(k): round(v, 4) for k, v in pass_hat_k_table(counts, min(max_k, n_max)).items()},
         "state_match_rate": _rate([t.reward.state_match for t in trajectories if t.reward.state_match is not None]),
@@ -54,7 +58,7 @@ def _summary(trajectories: list[Trajectory], max_k: int) -> dict[str, Any]:
     }
 
 
-def _rate(values: list[bool]) -> Optional[float]:
+def _rate(values: list[bool]) -> float | None:
     return round(sum(values) / len(values), 4) if values else None
 
 
@@ -64,19 +68,37 @@ def build_report(trajectories: Iterable[Trajectory], max_k: int = 8) -> dict[str
     by_env: dict[str, list[Trajectory]] = defaultdict(list)
     for t in trajectories:
         by_env[t.env_id].append(t)
-    return {"overall": _summary(trajectories, max_k),
-            "per_env": {env: _summary(ts, max_k) for env, ts in sorted(by_env.items())}}
+    return {
+        "overall": _summary(trajectories, max_k),
+        "per_env": {env: _summary(ts, max_k) for env, ts in sorted(by_env.items())},
+    }
 
 
 def report_rows(report: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
     """A header and rows (overall first, then per environment) for ``print_table``."""
     ks = sorted({k for s in [report["overall"], *report["per_env"].values()] for k in s["pass_hat_k"]}, key=int)
-    header = ["env", "episodes", "mean_reward", *[f"pass^{k}" for k in ks], "tool_err", "fmt_err",
-              "terminations", "flags"]
+    header = [
+        "env",
+        "episodes",
+        "mean_reward",
+        *[f"pass^{k}" for k in ks],
+        "tool_err",
+        "fmt_err",
+        "terminations",
+        "flags",
+    ]
     rows = []
     for name, s in [("ALL", report["overall"]), *report["per_env"].items()]:
-        rows.append([name, s["episodes"], s["mean_reward"] if s["mean_reward"] is not None else "-",
-                     *[s["pass_hat_k"].get(k, "-") for k in ks], s["tool_error_rate"], s["format_error_rate"],
-                     " ".join(f"{k}={v}" for k, v in sorted(s["terminations"].items())),
-                     " ".join(f"{k}={v}" for k, v in sorted(s["flags"].items())) or "-"])
+        rows.append(
+            [
+                name,
+                s["episodes"],
+                s["mean_reward"] if s["mean_reward"] is not None else "-",
+                *[s["pass_hat_k"].get(k, "-") for k in ks],
+                s["tool_error_rate"],
+                s["format_error_rate"],
+                " ".join(f"{k}={v}" for k, v in sorted(s["terminations"].items())),
+                " ".join(f"{k}={v}" for k, v in sorted(s["flags"].items())) or "-",
+            ]
+        )
     return header, rows

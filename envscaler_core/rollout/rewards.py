@@ -1,4 +1,5 @@
 """The rollout engine's reward hook for EnvScaler scenarios: :mod:`envscaler_core.scoring` per episode."""
+
 from __future__ import annotations
 
 from envscaler_core.rollout.tasks import ScenarioPayload
@@ -24,6 +25,13 @@ class ChecklistReward:
 
     async def __call__(self, outcome: EpisodeOutcome) -> RewardResult:
         payload: ScenarioPayload = outcome.task.payload
-        score = await self.scorer.ascore(payload.env, payload.scenario, outcome.initial_state, outcome.final_state,
-                                         outcome.steps, outcome.termination, progress=self.progress)
+        score = await self.scorer.ascore(
+            payload.env,
+            payload.scenario,
+            outcome.initial_state,
+            outcome.final_state,
+            outcome.steps,
+            outcome.termination,
+            progress=self.progress,
+        )
         return RewardResult(reward=score.reward, flags=score.flags)

@@ -1,9 +1,10 @@
 """Episodes of EnvScaler scenarios: tasks (scenario x sample) and the env factory over the sandbox."""
+
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from envscaler_core.artifacts import EnvSpec, Scenario
 from envscaler_core.rollout.types import EpisodeTask
@@ -32,8 +33,9 @@ def episode_seed(base_seed: int, trajectory_id: str) -> int:
     return int(hashlib.sha256(f"{base_seed}:{trajectory_id}".encode()).hexdigest()[:8], 16)
 
 
-def episode_tasks(scenarios: Iterable[Scenario], envs: dict[str, EnvSpec], samples: int,
-                  base_seed: int = 0) -> list[EpisodeTask]:
+def episode_tasks(
+    scenarios: Iterable[Scenario], envs: dict[str, EnvSpec], samples: int, base_seed: int = 0
+) -> list[EpisodeTask]:
     """One task per (scenario, sample), id ``f"{scenario_id}#{sample}"``.
 
     Raises:
@@ -46,10 +48,18 @@ def episode_tasks(scenarios: Iterable[Scenario], envs: dict[str, EnvSpec], sampl
         env = envs[scenario.env_id]
         for sample in range(samples):
             tid = f"{scenario.id}#{sample}"
-            tasks.append(EpisodeTask(id=tid, scenario_id=scenario.id, env_id=env.env_id, task=scenario.task,
-                                     sample=sample, seed=episode_seed(base_seed, tid),
-                                     env_introduction=env_introduction(env),
-                                     payload=ScenarioPayload(env=env, scenario=scenario)))
+            tasks.append(
+                EpisodeTask(
+                    id=tid,
+                    scenario_id=scenario.id,
+                    env_id=env.env_id,
+                    task=scenario.task,
+                    sample=sample,
+                    seed=episode_seed(base_seed, tid),
+                    env_introduction=env_introduction(env),
+                    payload=ScenarioPayload(env=env, scenario=scenario),
+                )
+            )
     return tasks
 
 

@@ -5,11 +5,12 @@ environment that exposes OpenAI tool schemas and a ``call`` coroutine (:class:`T
 and scores the episode with any :class:`RewardHook`. The sandboxed EnvScaler environments
 (``tasks.py``, over the sandbox facade) and checklist rewards (``rewards.py``) are one implementation of each.
 """
+
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional, Protocol, TypeGuard, TypeVar, runtime_checkable
+from typing import Any, Literal, Protocol, TypeGuard, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -42,11 +43,11 @@ class RolloutSettings(BaseModel):
     mode: Literal["task", "user"] = "task"
     agent_mode: Literal["fc", "text"] = "fc"
     max_steps: int = Field(default=30, ge=1, le=1000)
-    temperature: Optional[float] = None
-    user_temperature: Optional[float] = 0.7
-    max_tokens: Optional[int] = None
-    user_max_tokens: Optional[int] = 400
-    system_prompt: Optional[str] = None
+    temperature: float | None = None
+    user_temperature: float | None = 0.7
+    max_tokens: int | None = None
+    user_max_tokens: int | None = 400
+    system_prompt: str | None = None
     repeat_note: bool = False
 
 
@@ -63,7 +64,7 @@ class EpisodeTask:
     env_id: str
     task: str
     sample: int = 0
-    seed: Optional[int] = None
+    seed: int | None = None
     env_introduction: str = ""
     payload: Any = None
 
@@ -150,6 +151,6 @@ def offers(obj: object, capability: type[_Capability]) -> TypeGuard[_Capability]
     return _class_offers(type(obj), capability)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _class_offers(cls: type, capability: type) -> bool:
     return issubclass(cls, capability)

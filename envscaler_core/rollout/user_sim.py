@@ -8,12 +8,13 @@ as empty (the episode is flagged, never scored as if the user had spoken). On en
 native tool calling the turn is decoded under a schema (``{"reply": text | "###STOP###"}``); an
 empty reply there is an endpoint failure (``EmptyResponseError``), not a scored episode.
 """
+
 from __future__ import annotations
 
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from envscaler_core.artifacts import Usage
 from envscaler_core.llm import EmptyResponseError, LLMClient
@@ -34,7 +35,7 @@ def parse_user_reply(text: str) -> str:
         return STOP
     match = _REPLY.search(text)
     if match:
-        return text[match.end():].strip()
+        return text[match.end() :].strip()
     if _THOUGHT.search(text):
         return ""  # a thought without a reply: nothing was said
     return text
@@ -68,11 +69,13 @@ class UserSimulator:
         max_tokens: Cap on one reply (None = endpoint default).
     """
 
-    def __init__(self, client: Optional[LLMClient], task: str, temperature: Optional[float] = 0.7,
-                 max_tokens: Optional[int] = 400) -> None:
+    def __init__(
+        self, client: LLMClient | None, task: str, temperature: float | None = 0.7, max_tokens: int | None = 400
+    ) -> None:
         self.client, self.temperature, self.max_tokens = client, temperature, max_tokens
         self.messages: list[dict[str, Any]] = [
-            {"role": "system", "content": render_prompt("envscaler_core.rollout", "user_simulator.md", task=task)}]
+            {"role": "system", "content": render_prompt("envscaler_core.rollout", "user_simulator.md", task=task)}
+        ]
 
     async def opening(self, cache_salt: str) -> UserTurn:
         """The user's first message (answering the standard agent greeting)."""
@@ -86,9 +89,13 @@ class UserSimulator:
         constrained = self.client.schema_turns
         schema = turn_format(USER_TURN, user_turn_schema(STOP)) if constrained else None
         for attempt in range(EMPTY_RETRIES + 1):
-            result = await self.client.chat(self.messages, temperature=self.temperature,
-                                            max_tokens=self.max_tokens, response_format=schema,
-                                            cache_salt=f"{cache_salt}:{attempt}")
+            result = await self.client.chat(
+                self.messages,
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+                response_format=schema,
+                cache_salt=f"{cache_salt}:{attempt}",
+            )
             usage = usage.add(result.usage if not result.cached else Usage(cache_hits=1))
             raw, text = result.content, parse_user_reply(result.content)
             if text:

@@ -1,4 +1,5 @@
 """A tiny hand-written library environment: the runtime tests and the sandbox benchmark share it."""
+
 from __future__ import annotations
 
 LIBRARY_SOURCE = '''
@@ -51,5 +52,6 @@ LIBRARY_CLASS = "LibrarySystem"
 def library_state(books: int = 1) -> dict:
     """A state with ``books`` available books (``b1``, ``b2``, …; the first is "Dune")."""
     titles = ["Dune"] + [f"Title {i}" for i in range(2, books + 1)]
-    return {"books": {f"b{i}": {"book_id": f"b{i}", "title": t, "status": "available"}
-                      for i, t in enumerate(titles, 1)}}
+    return {
+        "books": {f"b{i}": {"book_id": f"b{i}", "title": t, "status": "available"} for i, t in enumerate(titles, 1)}
+    }

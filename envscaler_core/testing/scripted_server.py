@@ -7,6 +7,7 @@ next item of ``script`` or, when the script is empty, by ``policy(request) -> Re
 Routing tip: structured-output requests carry ``response_format.json_schema.name`` (the pydantic
 model's class name); see :func:`schema_name`.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -15,9 +16,10 @@ import random
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable, Optional
+from typing import Any
 
 import orjson
 
@@ -42,33 +44,32 @@ class Reply:
 
     content: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    fault: Optional[str] = None
+    fault: str | None = None
     reasoning: str = ""
-    logprobs: Optional[list[tuple[str, float]]] = None  # (token, logprob), sent when asked
+    logprobs: list[tuple[str, float]] | None = None  # (token, logprob), sent when asked
 
     @classmethod
-    def text(cls, content: str) -> "Reply":
+    def text(cls, content: str) -> Reply:
         return cls(content=content)
 
     @classmethod
-    def json(cls, obj: Any) -> "Reply":
+    def json(cls, obj: Any) -> Reply:
         return cls(content=json.dumps(obj))
 
     @classmethod
-    def tool_call(cls, name: str, arguments: dict | str | None = None, content: str = "") -> "Reply":
+    def tool_call(cls, name: str, arguments: dict | str | None = None, content: str = "") -> Reply:
         return cls.tool_calls_(((name, arguments or {}),), content)
 
     @classmethod
-    def tool_calls_(cls, calls: Iterable[tuple[str, Any]], content: str = "") -> "Reply":
+    def tool_calls_(cls, calls: Iterable[tuple[str, Any]], content: str = "") -> Reply:
         out = []
         for name, args in calls:
             args = args if isinstance(args, str) else json.dumps(args)
-            out.append({"id": f"call_{_new_id()}", "type": "function",
-                        "function": {"name": name, "arguments": args}})
+            out.append({"id": f"call_{_new_id()}", "type": "function", "function": {"name": name, "arguments": args}})
         return cls(content=content, tool_calls=out)
 
     @classmethod
-    def error(cls, kind: str) -> "Reply":
+    def error(cls, kind: str) -> Reply:
         assert kind in FAULT_KINDS, kind
         return cls(fault=kind)
 
@@ -76,7 +77,7 @@ class Reply:
 Policy = Callable[[dict[str, Any]], Reply]
 
 
-def schema_name(request: dict[str, Any]) -> Optional[str]:
+def schema_name(request: dict[str, Any]) -> str | None:
     """The ``json_schema.name`` of a structured-output request, else None."""
     fmt = request.get("response_format") or {}
     return (fmt.get("json_schema") or {}).get("name")
@@ -97,9 +98,17 @@ def _approx_tokens(obj: Any) -> int:
 class ScriptedServer:
     """Context manager running the server on 127.0.0.1 in a background thread."""
 
-    def __init__(self, policy: Optional[Policy] = None, script: Iterable[Reply] = (), *,
-                 fault_rate: float = 0.0, faults: Iterable[str] = FAULT_KINDS, seed: int = 0,
-                 latency_s: float = 0.0, timeout_sleep_s: float = 3.0):
+    def __init__(
+        self,
+        policy: Policy | None = None,
+        script: Iterable[Reply] = (),
+        *,
+        fault_rate: float = 0.0,
+        faults: Iterable[str] = FAULT_KINDS,
+        seed: int = 0,
+        latency_s: float = 0.0,
+        timeout_sleep_s: float = 3.0,
+    ):
         self.policy = policy or (lambda request: Reply.text("ok"))
         self.script = list(script)
         self.fault_rate, self.fault_kinds = fault_rate, tuple(faults)
@@ -109,10 +118,10 @@ class ScriptedServer:
         self.faults_served: list[str] = []
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
-        self._httpd: Optional[ThreadingHTTPServer] = None
+        self._httpd: ThreadingHTTPServer | None = None
 
     # ----------------------------------------------------------------- lifecycle
-    def __enter__(self) -> "ScriptedServer":
+    def __enter__(self) -> ScriptedServer:
         handler = _make_handler(self)
         ThreadingHTTPServer.request_queue_size = 256
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -159,9 +168,16 @@ class ScriptedServer:
 
 def scripted_config(server: ScriptedServer, **overrides: Any) -> LLMConfig:
     """An :class:`LLMConfig` pointing at ``server`` with test-friendly retry timings."""
-    values: dict[str, Any] = dict(base_url=server.base_url, api_key="sk-test", model="scripted",
-                  timeout_s=2.0, max_retries=4, backoff_base_s=0.01, backoff_max_s=0.05,
-                  cache=False)
+    values: dict[str, Any] = dict(
+        base_url=server.base_url,
+        api_key="sk-test",
+        model="scripted",
+        timeout_s=2.0,
+        max_retries=4,
+        backoff_base_s=0.01,
+        backoff_max_s=0.05,
+        cache=False,
+    )
     values.update(overrides)
     return LLMConfig(**values)
 
@@ -173,16 +189,16 @@ def _completion_body(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
     if reply.reasoning:
         message["reasoning_content"] = reply.reasoning
     prompt, completion = _approx_tokens(request.get("messages", [])), _approx_tokens(message)
-    choice = {"index": 0, "message": message,
-              "finish_reason": "tool_calls" if reply.tool_calls else "stop"}
+    choice = {"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}
     if reply.logprobs is not None and request.get("logprobs"):
         choice["logprobs"] = {"content": _logprob_items(reply.logprobs, request.get("top_logprobs") or 0)}
     return {
-        "id": f"chatcmpl-{_new_id()}", "object": "chat.completion",
-        "created": int(time.time()), "model": request.get("model", "scripted"),
+        "id": f"chatcmpl-{_new_id()}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request.get("model", "scripted"),
         "choices": [choice],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                  "total_tokens": prompt + completion},
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
     }
 
 
@@ -201,15 +217,30 @@ def _stream_chunks(body: dict[str, Any]) -> Iterable[dict[str, Any]]:
     yield base | {"choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}
     text = message.get("content") or ""
     for start in range(0, len(text), 16):
-        yield base | {"choices": [{"index": 0, "delta": {"content": text[start:start + 16]},
-                                   "finish_reason": None}]}
+        yield base | {"choices": [{"index": 0, "delta": {"content": text[start : start + 16]}, "finish_reason": None}]}
     for index, call in enumerate(message.get("tool_calls") or []):
-        yield base | {"choices": [{"index": 0, "finish_reason": None, "delta": {"tool_calls": [
-            {"index": index, "id": call["id"], "type": "function",
-             "function": {"name": call["function"]["name"],
-                          "arguments": call["function"]["arguments"]}}]}}]}
-    yield base | {"choices": [{"index": 0, "delta": {},
-                               "finish_reason": body["choices"][0]["finish_reason"]}]}
+        yield base | {
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": None,
+                    "delta": {
+                        "tool_calls": [
+                            {
+                                "index": index,
+                                "id": call["id"],
+                                "type": "function",
+                                "function": {
+                                    "name": call["function"]["name"],
+                                    "arguments": call["function"]["arguments"],
+                                },
+                            }
+                        ]
+                    },
+                }
+            ]
+        }
+    yield base | {"choices": [{"index": 0, "delta": {}, "finish_reason": body["choices"][0]["finish_reason"]}]}
     yield base | {"choices": [], "usage": body["usage"]}
 
 
@@ -221,8 +252,9 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args: Any) -> None:  # keep test output clean
             pass
 
-        def _send(self, status: int, payload: bytes, ctype: str = "application/json",
-                  headers: Optional[dict[str, str]] = None) -> None:
+        def _send(
+            self, status: int, payload: bytes, ctype: str = "application/json", headers: dict[str, str] | None = None
+        ) -> None:
             self.send_response(status)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(payload)))
@@ -233,8 +265,12 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             if self.path.rstrip("/").endswith("/models"):
-                self._send(200, json.dumps({"object": "list", "data": [
-                    {"id": "scripted", "object": "model", "owned_by": "tests"}]}).encode())
+                self._send(
+                    200,
+                    json.dumps(
+                        {"object": "list", "data": [{"id": "scripted", "object": "model", "owned_by": "tests"}]}
+                    ).encode(),
+                )
             else:
                 self._send(404, b'{"error": {"message": "not found"}}')
 
@@ -275,8 +311,9 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
 
         def _fault(self, kind: str) -> None:
             if kind == "429":
-                self._send(429, b'{"error": {"message": "rate limited", "type": "rate_limit"}}',
-                           headers={"retry-after": "0"})
+                self._send(
+                    429, b'{"error": {"message": "rate limited", "type": "rate_limit"}}', headers={"retry-after": "0"}
+                )
             elif kind == "500":
                 self._send(500, b'{"error": {"message": "internal error"}}')
             elif kind == "timeout":
@@ -297,9 +334,19 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             data = []
             for index, text in enumerate(inputs):
                 rng = random.Random(text)
-                data.append({"object": "embedding", "index": index,
-                             "embedding": [rng.uniform(-1, 1) for _ in range(16)]})
-            self._send(200, json.dumps({"object": "list", "data": data, "model": "scripted",
-                                        "usage": {"prompt_tokens": 1, "total_tokens": 1}}).encode())
+                data.append(
+                    {"object": "embedding", "index": index, "embedding": [rng.uniform(-1, 1) for _ in range(16)]}
+                )
+            self._send(
+                200,
+                json.dumps(
+                    {
+                        "object": "list",
+                        "data": data,
+                        "model": "scripted",
+                        "usage": {"prompt_tokens": 1, "total_tokens": 1},
+                    }
+                ).encode(),
+            )
 
     return Handler

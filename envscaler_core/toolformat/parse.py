@@ -6,12 +6,14 @@ fenced JSON (```json ... ```), and a bare JSON object or list of objects with ``
 :func:`parse_turn` adds the agent's rules on top (which names count, format errors, the
 first-call-only mode of RL env managers); :func:`parse_results` reads ``<tool_response>`` blocks.
 """
+
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from envscaler_core.toolformat.render import CALL_CLOSE, CALL_OPEN, RESULT_CLOSE, RESULT_OPEN, THINK_CLOSE, THINK_OPEN
 
@@ -46,7 +48,7 @@ def split_reasoning(text: str) -> tuple[str, str]:
             before, _, after = text.partition("</think>")
             return before.replace("<think>", "").strip(), after.strip()
         return "", text or ""
-    return match.group(1).strip(), (text[: match.start()] + text[match.end():]).strip()
+    return match.group(1).strip(), (text[: match.start()] + text[match.end() :]).strip()
 
 
 def _loads(blob: str) -> Any:
@@ -61,7 +63,7 @@ def _loads(blob: str) -> Any:
         return obj
 
 
-def _as_calls(obj: Any, tool_names: Optional[set[str]]) -> list[ParsedCall]:
+def _as_calls(obj: Any, tool_names: set[str] | None) -> list[ParsedCall]:
     items = obj if isinstance(obj, list) else [obj]
     calls = []
     for item in items:
@@ -97,7 +99,7 @@ def _candidates(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
         yield stripped, (0, len(text))
 
 
-def parse_text_tool_calls(text: str, tool_names: Optional[Iterable[str]] = None) -> ParsedText:
+def parse_text_tool_calls(text: str, tool_names: Iterable[str] | None = None) -> ParsedText:
     """Extract tool calls written as text; the remaining prose becomes ``content``."""
     reasoning, rest = split_reasoning(text or "")
     names = set(tool_names) if tool_names is not None else None
@@ -147,8 +149,14 @@ def clean_model_text(text: str) -> str:
     return text.strip()
 
 
-def parse_turn(text: str, tool_names: Optional[Iterable[str]] = None, *, reasoning: str = "",
-               first_only: bool = False, strict_think: bool = False) -> TextTurn:
+def parse_turn(
+    text: str,
+    tool_names: Iterable[str] | None = None,
+    *,
+    reasoning: str = "",
+    first_only: bool = False,
+    strict_think: bool = False,
+) -> TextTurn:
     """Parse one assistant turn written in the text format.
 
     Args:
@@ -177,11 +185,11 @@ def parse_turn(text: str, tool_names: Optional[Iterable[str]] = None, *, reasoni
         calls = calls[:1]
         end = text.find(CALL_CLOSE)
         if end >= 0:
-            text = text[:end + len(CALL_CLOSE)]
+            text = text[: end + len(CALL_CLOSE)]
     return TextTurn(text=text, content=parsed.content, calls=calls, reasoning=reasoning, errors=errors)
 
 
-def parse_results(text: str) -> Optional[list[str]]:
+def parse_results(text: str) -> list[str] | None:
     """The results of a message made only of ``<tool_response>`` blocks, else ``None``."""
     blocks = _RESULT.findall(text or "")
     if not blocks or text != "\n".join(f"{RESULT_OPEN}\n{b}\n{RESULT_CLOSE}" for b in blocks):

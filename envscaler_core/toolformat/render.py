@@ -4,10 +4,12 @@ The strings are those of Qwen3's chat template (HF ``apply_chat_template(message
 with a system prompt) and of LlamaFactory's Qwen tool formatter, so an SFT sample, an RL prompt
 and a live ``text``-mode episode show a model the very same bytes.
 """
+
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from envscaler_core.prompts import render_prompt
 

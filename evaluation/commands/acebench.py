@@ -10,11 +10,11 @@ Examples::
     # only read a score file written by ACEBench's eval_main.py
     python -m evaluation acebench --category agent_multi_step --import data_agent_multi_step_score.json
 """
+
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Optional
 
 from pydantic import Field
 
@@ -31,13 +31,13 @@ class AceConfig(EvalConfig):
 
     categories: list[str] = Field(default_factory=lambda: list(acebench.CATEGORIES))
     language: str = "en"
-    limit: Optional[int] = Field(default=None, ge=1)
+    limit: int | None = Field(default=None, ge=1)
     ids: list[str] = Field(default_factory=list)
-    acebench_dir: Optional[Path] = None
+    acebench_dir: Path | None = None
     acebench_model: str = acebench.DEFAULT_MODEL
     user_model: str = acebench.DEFAULT_USER_MODEL
-    harness_python: Optional[str] = None
-    timeout_s: Optional[float] = None
+    harness_python: str | None = None
+    timeout_s: float | None = None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,28 +47,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ids", help="comma list of entry ids (e.g. agent_multi_step_3)")
     parser.add_argument("--samples", type=int, help="repeated runs (pass^k up to this k)")
     parser.add_argument("--temperature", type=float, help="agent temperature")
-    parser.add_argument("--acebench-dir", type=Path,
-                        help="ACEBench checkout (default: .official/ACEBench from make setup-eval)")
-    parser.add_argument("--acebench-model", help="agent model name as listed in ACEBench's "
-                        f"inference_map (default {acebench.DEFAULT_MODEL})")
+    parser.add_argument(
+        "--acebench-dir", type=Path, help="ACEBench checkout (default: .official/ACEBench from make setup-eval)"
+    )
+    parser.add_argument(
+        "--acebench-model",
+        help=f"agent model name as listed in ACEBench's inference_map (default {acebench.DEFAULT_MODEL})",
+    )
     parser.add_argument("--user-model", help=f"user simulator model name (default {acebench.DEFAULT_USER_MODEL})")
     parser.add_argument("--harness-python", help="Python that runs ACEBench (default: ours)")
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--results", type=Path,
-                       help="score this ACEBench result file with its eval_main.py instead of running inference")
-    group.add_argument("--import", dest="import_file", type=Path,
-                       help="read an existing ACEBench score file instead of running")
+    group.add_argument(
+        "--results",
+        type=Path,
+        help="score this ACEBench result file with its eval_main.py instead of running inference",
+    )
+    group.add_argument(
+        "--import", dest="import_file", type=Path, help="read an existing ACEBench score file instead of running"
+    )
 
 
 def _config(args: argparse.Namespace) -> AceConfig:
-    def split(text: Optional[str]) -> Optional[list[str]]:
+    def split(text: str | None) -> list[str] | None:
         return [c.strip() for c in text.split(",") if c.strip()] if text else None
 
-    config = config_from_args(AceConfig, "evaluation_acebench", args, categories=split(args.category),
-                              limit=args.limit, ids=split(args.ids), samples=args.samples,
-                              temperature=args.temperature, acebench_dir=args.acebench_dir,
-                              acebench_model=args.acebench_model, user_model=args.user_model,
-                              harness_python=args.harness_python)
+    config = config_from_args(
+        AceConfig,
+        "evaluation_acebench",
+        args,
+        categories=split(args.category),
+        limit=args.limit,
+        ids=split(args.ids),
+        samples=args.samples,
+        temperature=args.temperature,
+        acebench_dir=args.acebench_dir,
+        acebench_model=args.acebench_model,
+        user_model=args.user_model,
+        harness_python=args.harness_python,
+    )
     bad = [c for c in config.categories if c not in acebench.CATEGORIES]
     if bad:
         raise UserError(f"unknown ACEBench category {bad}; choose from {acebench.CATEGORIES}")
@@ -84,11 +100,17 @@ def _selected(config: AceConfig, all_ids: list[str]) -> list[str]:
     if config.ids:
         chosen = [i for i in all_ids if i in set(config.ids)]
         return chosen
-    return all_ids[:config.limit] if config.limit else all_ids
+    return all_ids[: config.limit] if config.limit else all_ids
 
 
-def _run_once(ctx: StageContext, config: AceConfig, checkout: Path, selected: dict[str, list[str]],
-              trial: int, results: Optional[Path]) -> dict[str, Path]:
+def _run_once(
+    ctx: StageContext,
+    config: AceConfig,
+    checkout: Path,
+    selected: dict[str, list[str]],
+    trial: int,
+    results: Path | None,
+) -> dict[str, Path]:
     """One generate + eval (or eval of ``results``) in a work folder; the score file per category."""
     work = ctx.out / "acebench_work" / f"trial_{trial}"
     model, python, language = config.acebench_model, official.python_for(config.harness_python), config.language
@@ -96,21 +118,27 @@ def _run_once(ctx: StageContext, config: AceConfig, checkout: Path, selected: di
     env = {"PYTHONPATH": str(acebench.SHIMS)}
     commands = []
     if results:
-        (category, ids), = selected.items()
+        ((category, ids),) = selected.items()
         acebench.place_results(results, work, model, category, language, ids)
     else:
         agent = official.resolve_endpoint(ctx.config.llm_config("agent"))
         user = official.resolve_endpoint(ctx.config.llm_config("user"))
         env = acebench.harness_env(agent.base_url, agent.api_key, user.base_url, user.api_key)
-        commands.append(acebench.generate_command(
-            python, checkout, model=model, user_model=config.user_model, language=language,
-            threads=config.concurrency, temperature=0.7 if config.temperature is None else config.temperature))
-    commands.append(acebench.eval_command(python, checkout, model=model, categories=list(selected),
-                                          language=language))
+        commands.append(
+            acebench.generate_command(
+                python,
+                checkout,
+                model=model,
+                user_model=config.user_model,
+                language=language,
+                threads=config.concurrency,
+                temperature=0.7 if config.temperature is None else config.temperature,
+            )
+        )
+    commands.append(acebench.eval_command(python, checkout, model=model, categories=list(selected), language=language))
     acebench.score_dir(work, model, language).mkdir(parents=True, exist_ok=True)
     for cmd in commands:
-        code = official.run_logged(cmd, cwd=work, env=env, log_path=ctx.out / "harness.log",
-                                   timeout_s=config.timeout_s)
+        code = official.run_logged(cmd, cwd=work, env=env, log_path=ctx.out / "harness.log", timeout_s=config.timeout_s)
         if code != 0:
             raise UserError(f"ACEBench {Path(cmd[1]).name} exited with {code}; see {ctx.out / 'harness.log'}")
     scores = {c: acebench.score_file(work, model, c, language) for c in selected}
@@ -128,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     checkout = None
     if config.acebench_dir or not args.import_file:
         checkout = _checkout(config)
-    selected: dict[str, Optional[list[str]]] = {}
+    selected: dict[str, list[str] | None] = {}
     for category in config.categories:
         ids = _selected(config, acebench.category_ids(checkout, category, config.language)) if checkout else None
         if ids == []:
@@ -149,9 +177,13 @@ def run(args: argparse.Namespace) -> int:
             for record in acebench.import_scores(path, category, selected.get(category), trial):
                 store.append(record)
                 trials.append(record)
-    meta = {"categories": list(selected), "samples": runs, "language": config.language,
-            "source": str(args.import_file or args.results or "official run"),
-            "acebench_model": config.acebench_model}
+    meta = {
+        "categories": list(selected),
+        "samples": runs,
+        "language": config.language,
+        "source": str(args.import_file or args.results or "official run"),
+        "acebench_model": config.acebench_model,
+    }
     if not (args.import_file or args.results):
         meta.update({**endpoint_meta(ctx), **endpoint_meta(ctx, "user"), "user_model": config.user_model})
     finish(ctx, ctx.out, "acebench", trials, meta)

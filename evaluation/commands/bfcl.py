@@ -9,13 +9,14 @@ Example::
 The agent endpoint is the ``agent`` role (``ENVSCALER_AGENT_*`` or ``OPENAI_*``; the embedded
 model when none is set). Trials resume: finished ones are skipped, infra errors are retried.
 """
+
 from __future__ import annotations
 
 import argparse
 import asyncio
 import shutil
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import Field
 
@@ -27,32 +28,36 @@ from evaluation.bfcl_agent import run_trial
 from evaluation.bfcl_data import MULTI_TURN_CATEGORIES, load_tasks, parse_categories
 from evaluation.bfcl_official import agreement, export_results, official_evaluate
 from evaluation.results import TrialRecord, trial_id, trial_store
-from evaluation.runs import (EvalConfig, endpoint_meta, finish, finished_ids, package_version,
-                             selected_trials)
+from evaluation.runs import EvalConfig, endpoint_meta, finish, finished_ids, package_version, selected_trials
 
 
 class BfclConfig(EvalConfig):
     """Config section ``evaluation_bfcl``."""
 
     categories: list[str] = Field(default_factory=lambda: ["multi_turn_base"])
-    limit: Optional[int] = Field(default=None, ge=1)
+    limit: int | None = Field(default=None, ge=1)
     ids: list[str] = Field(default_factory=list)
     agent_mode: Literal["fc", "text"] = "fc"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser)
-    parser.add_argument("--categories", default=None,
-                        help=f"comma list of {', '.join(MULTI_TURN_CATEGORIES)} (short names like "
-                             "base, miss_func ok; multi_turn = all four)")
+    parser.add_argument(
+        "--categories",
+        default=None,
+        help=f"comma list of {', '.join(MULTI_TURN_CATEGORIES)} (short names like "
+        "base, miss_func ok; multi_turn = all four)",
+    )
     parser.add_argument("--limit", type=int, help="first N tasks of each category")
     parser.add_argument("--ids", help="comma list of task ids (overrides --limit)")
     parser.add_argument("--samples", type=int, help="trials per task (pass^k for k=1..samples)")
     parser.add_argument("--temperature", type=float, help="agent temperature (paper: 0.7)")
-    parser.add_argument("--agent-mode", choices=["fc", "text"],
-                        help="native function calling (BFCL FC) or <tool_call> text")
-    parser.add_argument("--official-check", action="store_true",
-                        help="also score trial 0 with BFCL's own `bfcl evaluate` and compare")
+    parser.add_argument(
+        "--agent-mode", choices=["fc", "text"], help="native function calling (BFCL FC) or <tool_call> text"
+    )
+    parser.add_argument(
+        "--official-check", action="store_true", help="also score trial 0 with BFCL's own `bfcl evaluate` and compare"
+    )
 
 
 def _config(args: argparse.Namespace) -> BfclConfig:
@@ -60,9 +65,17 @@ def _config(args: argparse.Namespace) -> BfclConfig:
     ids = [i.strip() for i in args.ids.split(",") if i.strip()] if args.ids else None
     if args.limit is not None and args.limit < 1:
         raise UserError("--limit must be at least 1")
-    config = config_from_args(BfclConfig, "evaluation_bfcl", args, categories=categories,
-                              limit=args.limit, ids=ids, samples=args.samples,
-                              temperature=args.temperature, agent_mode=args.agent_mode)
+    config = config_from_args(
+        BfclConfig,
+        "evaluation_bfcl",
+        args,
+        categories=categories,
+        limit=args.limit,
+        ids=ids,
+        samples=args.samples,
+        temperature=args.temperature,
+        agent_mode=args.agent_mode,
+    )
     config.categories = parse_categories(",".join(config.categories))
     return config
 
@@ -71,8 +84,9 @@ async def _run(ctx: StageContext, config: BfclConfig) -> list:
     tasks = load_tasks(config.categories, limit=config.limit, ids=config.ids or None)
     if not tasks:
         raise UserError("no BFCL tasks selected")
-    settings = RolloutSettings(agent_mode=config.agent_mode, temperature=config.temperature,
-                               max_tokens=config.max_tokens)
+    settings = RolloutSettings(
+        agent_mode=config.agent_mode, temperature=config.temperature, max_tokens=config.max_tokens
+    )
     client = ctx.client("agent")
     items = [(trial_id(t.id, k), (t, k)) for t in tasks for k in range(config.samples)]
 
@@ -81,12 +95,18 @@ async def _run(ctx: StageContext, config: BfclConfig) -> list:
         try:
             return await run_trial(client, settings, task, trial)
         except Exception as exc:  # noqa: BLE001 - a harness bug is an infra error, kept and retried on resume
-            return TrialRecord(id=trial_id(task.id, trial), benchmark="bfcl", category=task.category,
-                               task_id=task.id, trial=trial, status="error",
-                               error=f"{type(exc).__name__}: {exc}"[:500], error_type="harness_error")
+            return TrialRecord(
+                id=trial_id(task.id, trial),
+                benchmark="bfcl",
+                category=task.category,
+                task_id=task.id,
+                trial=trial,
+                status="error",
+                error=f"{type(exc).__name__}: {exc}"[:500],
+                error_type="harness_error",
+            )
 
-    await process_items(ctx, items, work, trial_store(ctx.out), done=finished_ids(ctx.out),
-                        desc="bfcl")
+    await process_items(ctx, items, work, trial_store(ctx.out), done=finished_ids(ctx.out), desc="bfcl")
     return [item_id for item_id, _ in items]
 
 
@@ -95,9 +115,15 @@ def run(args: argparse.Namespace) -> int:
     ctx = StageContext("evaluation.bfcl", config)
     ids = asyncio.run(_run(ctx, config))
     trials = selected_trials(ctx.out, ids)
-    meta = {**endpoint_meta(ctx), "categories": config.categories, "samples": config.samples,
-            "temperature": config.temperature, "agent_mode": config.agent_mode,
-            "bfcl_eval": package_version("bfcl-eval"), "seed": config.seed}
+    meta = {
+        **endpoint_meta(ctx),
+        "categories": config.categories,
+        "samples": config.samples,
+        "temperature": config.temperature,
+        "agent_mode": config.agent_mode,
+        "bfcl_eval": package_version("bfcl-eval"),
+        "seed": config.seed,
+    }
     if args.official_check:
         meta["official_check"] = _official_check(ctx.out, trials, config.categories)
     finish(ctx, ctx.out, "bfcl", trials, meta)
@@ -112,6 +138,8 @@ def _official_check(out: Path, trials: list[TrialRecord], categories: list[str])
     official = official_evaluate(root, categories)
     ours = {t.task_id: t.status == "pass" for t in trials if t.trial == 0 and t.status != "error"}
     check = agreement(ours, official)
-    print(f"bfcl evaluate agrees on {check['agree']}/{check['tasks']} tasks"
-          + (f"; disagrees on {check['disagree']}" if check["disagree"] else ""))
+    print(
+        f"bfcl evaluate agrees on {check['agree']}/{check['tasks']} tasks"
+        + (f"; disagrees on {check['disagree']}" if check["disagree"] else "")
+    )
     return check

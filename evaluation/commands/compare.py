@@ -1,4 +1,5 @@
 """``python -m evaluation compare A B``: base vs trained, with a paired bootstrap per category."""
+
 from __future__ import annotations
 
 import argparse

@@ -2,6 +2,7 @@
 
 Useful after merging trials from several machines or after changing ``--seed``.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -12,12 +12,13 @@ Examples::
     # only score an existing official results file
     python -m evaluation taubench --domain retail --import results/tool-calling-....json
 """
+
 from __future__ import annotations
 
 import argparse
 import time
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import Field
 
@@ -36,14 +37,14 @@ class TauConfig(EvalConfig):
 
     version: Literal[1, 2] = 1
     domains: list[str] = Field(default_factory=lambda: ["retail", "airline"])
-    limit: Optional[int] = Field(default=None, ge=1)
+    limit: int | None = Field(default=None, ge=1)
     task_ids: list[str] = Field(default_factory=list)
     user_strategy: str = "llm"
-    taubench_dir: Optional[Path] = None
-    tau2_bin: Optional[str] = None
-    tau2_data_dir: Optional[Path] = None
-    harness_python: Optional[str] = None
-    timeout_s: Optional[float] = None
+    taubench_dir: Path | None = None
+    tau2_bin: str | None = None
+    tau2_data_dir: Path | None = None
+    harness_python: str | None = None
+    timeout_s: float | None = None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,19 +60,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tau2-bin", help="the tau2 executable (its own Python >= 3.12 venv)")
     parser.add_argument("--tau2-data-dir", type=Path, help="tau2 data dir (default: next to tau2-bin)")
     parser.add_argument("--harness-python", help="Python that runs tau-bench v1 (default: ours)")
-    parser.add_argument("--import", dest="import_file", type=Path,
-                        help="score an existing official results file instead of running")
+    parser.add_argument(
+        "--import", dest="import_file", type=Path, help="score an existing official results file instead of running"
+    )
 
 
 def _config(args: argparse.Namespace) -> TauConfig:
     domains = [d.strip() for d in args.domain.split(",") if d.strip()] if args.domain else None
     task_ids = [t.strip() for t in args.task_ids.split(",") if t.strip()] if args.task_ids else None
-    config = config_from_args(TauConfig, "evaluation_taubench", args, version=args.version,
-                              domains=domains, limit=args.limit, task_ids=task_ids,
-                              samples=args.samples, temperature=args.temperature,
-                              user_strategy=args.user_strategy, taubench_dir=args.taubench_dir,
-                              tau2_bin=args.tau2_bin, tau2_data_dir=args.tau2_data_dir,
-                              harness_python=args.harness_python)
+    config = config_from_args(
+        TauConfig,
+        "evaluation_taubench",
+        args,
+        version=args.version,
+        domains=domains,
+        limit=args.limit,
+        task_ids=task_ids,
+        samples=args.samples,
+        temperature=args.temperature,
+        user_strategy=args.user_strategy,
+        taubench_dir=args.taubench_dir,
+        tau2_bin=args.tau2_bin,
+        tau2_data_dir=args.tau2_data_dir,
+        harness_python=args.harness_python,
+    )
     bad = [d for d in config.domains if d not in DOMAINS or (config.version == 1 and d not in DOMAINS[:2])]
     if bad:
         raise UserError(f"unknown tau-bench domain(s) for v{config.version}: {bad}")
@@ -85,13 +97,24 @@ def _run_v1(ctx: StageContext, config: TauConfig, domain: str) -> Path:
     routes = official.litellm_routes(agent, user)
     log_dir = ctx.out / "taubench_logs" / f"{domain}_{int(time.time())}"
     ids = [int(t) for t in config.task_ids] if config.task_ids else None
-    cmd = taubench.v1_command(official.python_for(config.harness_python), checkout / "run.py",
-                              domain=domain, agent=agent, user=user, routes=routes,
-                              trials=config.samples, temperature=config.temperature or 0.0,
-                              log_dir=log_dir, concurrency=config.concurrency,
-                              user_strategy=config.user_strategy, task_ids=ids, limit=config.limit)
-    code = official.run_logged(cmd, cwd=checkout, env=routes.env, log_path=ctx.out / "harness.log",
-                               timeout_s=config.timeout_s)
+    cmd = taubench.v1_command(
+        official.python_for(config.harness_python),
+        checkout / "run.py",
+        domain=domain,
+        agent=agent,
+        user=user,
+        routes=routes,
+        trials=config.samples,
+        temperature=config.temperature or 0.0,
+        log_dir=log_dir,
+        concurrency=config.concurrency,
+        user_strategy=config.user_strategy,
+        task_ids=ids,
+        limit=config.limit,
+    )
+    code = official.run_logged(
+        cmd, cwd=checkout, env=routes.env, log_path=ctx.out / "harness.log", timeout_s=config.timeout_s
+    )
     if code != 0:
         raise UserError(f"tau-bench exited with {code}; see {ctx.out / 'harness.log'}")
     return taubench.newest_json(log_dir)
@@ -106,12 +129,25 @@ def _run_v2(ctx: StageContext, config: TauConfig, domain: str) -> Path:
     # An absolute --save-to lands in our run dir whether tau2 joins it to its data dir or not.
     save_to = ctx.out / "tau2" / name
     save_to.parent.mkdir(parents=True, exist_ok=True)
-    cmd = taubench.v2_command(tau2, domain=domain, agent=agent, user=user, trials=config.samples,
-                              temperature=config.temperature, save_to=str(save_to),
-                              concurrency=config.concurrency, task_ids=config.task_ids or None,
-                              limit=config.limit)
-    code = official.run_logged(cmd, cwd=None, env={"TAU2_DATA_DIR": str(data_dir)},
-                               log_path=ctx.out / "harness.log", timeout_s=config.timeout_s)
+    cmd = taubench.v2_command(
+        tau2,
+        domain=domain,
+        agent=agent,
+        user=user,
+        trials=config.samples,
+        temperature=config.temperature,
+        save_to=str(save_to),
+        concurrency=config.concurrency,
+        task_ids=config.task_ids or None,
+        limit=config.limit,
+    )
+    code = official.run_logged(
+        cmd,
+        cwd=None,
+        env={"TAU2_DATA_DIR": str(data_dir)},
+        log_path=ctx.out / "harness.log",
+        timeout_s=config.timeout_s,
+    )
     if code != 0:
         raise UserError(f"tau2 exited with {code}; see {ctx.out / 'harness.log'}")
     found = sorted(save_to.parent.glob(f"{name}*")) + sorted((data_dir / "simulations").glob(f"{name}*"))
@@ -134,10 +170,14 @@ def run(args: argparse.Namespace) -> int:
         for trial in trials:
             store.append(trial)
         ids += trials
-    meta = {"version": config.version, "domains": config.domains, "samples": config.samples,
-            "temperature": config.temperature, "source": str(args.import_file or "official run")}
+    meta = {
+        "version": config.version,
+        "domains": config.domains,
+        "samples": config.samples,
+        "temperature": config.temperature,
+        "source": str(args.import_file or "official run"),
+    }
     if not args.import_file:
-        meta.update({**endpoint_meta(ctx), **endpoint_meta(ctx, "user"),
-                     "user_strategy": config.user_strategy})
+        meta.update({**endpoint_meta(ctx), **endpoint_meta(ctx, "user"), "user_strategy": config.user_strategy})
     finish(ctx, ctx.out, "taubench", ids, meta)
     return 0

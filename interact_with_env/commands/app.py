@@ -3,6 +3,7 @@
 The agent and user models come from the configuration (``--config``/``--set llm...`` or the
 ``OPENAI_*`` / ``USER_OPENAI_*`` environment; the embedded model when none is set).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,11 +20,14 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--envs", type=Path, default=DATA / "demo_envs.jsonl", help="environments (default: demo)")
-    parser.add_argument("--scenarios", type=Path, default=DATA / "demo_scenarios.jsonl",
-                        help="scenarios (default: demo)")
+    parser.add_argument(
+        "--scenarios", type=Path, default=DATA / "demo_scenarios.jsonl", help="scenarios (default: demo)"
+    )
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=7860, help="port")
-    parser.add_argument("--workers", type=int, default=6, help="live play sessions (sandbox session workers; checkers have their own)")
+    parser.add_argument(
+        "--workers", type=int, default=6, help="live play sessions (sandbox session workers; checkers have their own)"
+    )
     add_config_arguments(parser)
 
 
@@ -40,8 +44,9 @@ def launch(args: argparse.Namespace, block: bool = True):
     backend = PlayBackend(stage_context(config), envs, scenarios, sandbox)
     demo = build_app(backend)
     demo.queue(default_concurrency_limit=8)
-    demo.launch(server_name=args.host, server_port=args.port, share=False, prevent_thread_lock=not block,
-                quiet=not block)
+    demo.launch(
+        server_name=args.host, server_port=args.port, share=False, prevent_thread_lock=not block, quiet=not block
+    )
     return demo, backend, sandbox
 
 

@@ -1,4 +1,5 @@
 """``call``: one tool call on a fresh instance; prints observation, state diff and new hash."""
+
 from __future__ import annotations
 
 import argparse
@@ -29,13 +30,21 @@ def run(args: argparse.Namespace) -> int:
         try:
             session = sandbox.open(env, state)
         except EnvLoadError as exc:
-            raise UserError(f"env {env.env_id!r} does not load ({exc.error_type}): {str(exc).splitlines()[0]}") from None
+            raise UserError(
+                f"env {env.env_id!r} does not load ({exc.error_type}): {str(exc).splitlines()[0]}"
+            ) from None
         with session:
             before = session.state_hash()
             result = session.call(args.tool, arguments)
-            out = {"tool": args.tool, "ok": result.ok, "error_type": result.error_type,
-                   "observation": result.observation, "state_diff": result.state_diff,
-                   "state_hash_before": before, "state_hash": result.state_hash}
+            out = {
+                "tool": args.tool,
+                "ok": result.ok,
+                "error_type": result.error_type,
+                "observation": result.observation,
+                "state_diff": result.state_diff,
+                "state_hash_before": before,
+                "state_hash": result.state_hash,
+            }
             if args.show_state:
                 out["state"] = session.snapshot()
     print(json.dumps(out, indent=2, ensure_ascii=False))

@@ -1,4 +1,5 @@
 """``debug``: one episode printed turn by turn (tool calls, observations, state diffs, reward)."""
+
 from __future__ import annotations
 
 import argparse
@@ -68,8 +69,10 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"episode aborted: {type(exc).__name__}: {str(exc).splitlines()[0]}") from None
     for check in trajectory.reward.checks:
         print(f"  check [{check.status}] {check.check_item}" + (f" ({check.error})" if check.error else ""))
-    print(f"reward={trajectory.reward.final} progress={trajectory.reward.progress} "
-          f"state_match={trajectory.reward.state_match} flags={trajectory.flags or '-'}")
+    print(
+        f"reward={trajectory.reward.final} progress={trajectory.reward.progress} "
+        f"state_match={trajectory.reward.state_match} flags={trajectory.flags or '-'}"
+    )
     path = ctx.out / "debug" / f"{task.id.replace('#', '_')}.json"
     write_json_atomic(path, trajectory.model_dump(mode="json"))
     print(f"trajectory saved to {path}")

@@ -8,6 +8,7 @@ to the kept trajectories it writes ``<out>.report.json``: trajectories read and 
 reason and, with ``--rl-out``, the scenarios kept by pass band. ``sft export`` reads that report
 back, so a dataset's report names what its rollouts held.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,31 +29,50 @@ from interact_with_env.config import SECTION, FilterConfig, InteractConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--trajectories", type=Path, nargs="+", required=True,
-                        help="input trajectories.jsonl files (task and user mode may be mixed)")
+    parser.add_argument(
+        "--trajectories",
+        type=Path,
+        nargs="+",
+        required=True,
+        help="input trajectories.jsonl files (task and user mode may be mixed)",
+    )
     parser.add_argument("--out", type=Path, required=True, help="output JSONL of kept trajectories")
     parser.add_argument("--min-reward", type=float, help="final reward threshold (default 1.0)")
     parser.add_argument("--min-actions", type=int, help="fewest assistant turns (default 3 task / 5 user)")
     parser.add_argument("--max-actions", type=int, help="most assistant turns (default 29 task / 39 user)")
     parser.add_argument("--keep-incomplete", action="store_true", help="do not require completion")
     parser.add_argument("--keep-flagged", action="store_true", help="keep flagged episodes")
-    parser.add_argument("--keep-repeated-failures", action="store_true",
-                        help="keep episodes that repeat a failing call")
+    parser.add_argument(
+        "--keep-repeated-failures", action="store_true", help="keep episodes that repeat a failing call"
+    )
     parser.add_argument("--scenarios", type=Path, help="scenarios.jsonl to filter for RL (with --rl-out)")
-    parser.add_argument("--rl-out", type=Path, help="output JSONL of the scenarios whose pass rate over "
-                                                    "the input trajectories lies in --pass-band")
+    parser.add_argument(
+        "--rl-out",
+        type=Path,
+        help="output JSONL of the scenarios whose pass rate over the input trajectories lies in --pass-band",
+    )
     parser.add_argument("--pass-band", help="LOW,HIGH: keep LOW < pass rate < HIGH (default 0,1)")
     parser.add_argument("--config", type=Path, help="YAML config file (section interact_with_env.filter)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config field, e.g. filter.min_reward=0.5")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config field, e.g. filter.min_reward=0.5",
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> FilterConfig:
     """The config's ``filter`` section, then ``--set``, then the explicit flags."""
-    config = config_from_args(InteractConfig, SECTION, argparse.Namespace(
-        config=args.config, overrides=args.overrides)).filter
-    explicit: dict[str, Any] = {"min_reward": args.min_reward, "min_actions": args.min_actions,
-                                "max_actions": args.max_actions}
+    config = config_from_args(
+        InteractConfig, SECTION, argparse.Namespace(config=args.config, overrides=args.overrides)
+    ).filter
+    explicit: dict[str, Any] = {
+        "min_reward": args.min_reward,
+        "min_actions": args.min_actions,
+        "max_actions": args.max_actions,
+    }
     if args.keep_incomplete:
         explicit["require_completion"] = False
     if args.keep_flagged:
@@ -74,11 +94,16 @@ def run(args: argparse.Namespace) -> int:
     kept, reasons = filter_trajectories(trajectories, settings)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     JsonlStore(args.out, Trajectory).rewrite(kept)
-    report: dict[str, Any] = {"inputs": [str(p) for p in args.trajectories],
-                              "settings": settings.model_dump(mode="json"),
-                              **filter_report(len(trajectories), kept, reasons)}
-    rows = [["read", len(trajectories)], ["kept", len(kept)],
-            *[[f"dropped: {reason_label(k)}", v] for k, v in sorted(reasons.items())]]
+    report: dict[str, Any] = {
+        "inputs": [str(p) for p in args.trajectories],
+        "settings": settings.model_dump(mode="json"),
+        **filter_report(len(trajectories), kept, reasons),
+    }
+    rows = [
+        ["read", len(trajectories)],
+        ["kept", len(kept)],
+        *[[f"dropped: {reason_label(k)}", v] for k, v in sorted(reasons.items())],
+    ]
     print_table(f"SFT filter -> {args.out}", rows, ["", "count"])
     if args.scenarios and args.rl_out:
         report["rl"] = _rl_filter(trajectories, args.scenarios, args.rl_out, settings.pass_band)
@@ -86,24 +111,37 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _rl_filter(trajectories: list[Trajectory], scenarios_path: Path, out: Path,
-               band: tuple[float, float]) -> dict[str, Any]:
+def _rl_filter(
+    trajectories: list[Trajectory], scenarios_path: Path, out: Path, band: tuple[float, float]
+) -> dict[str, Any]:
     """Writes the scenarios whose pass rate over ``trajectories`` lies strictly inside the band."""
     rates = {sid: passes / samples for sid, (passes, samples) in success_counts(trajectories).items() if samples}
     scenarios = load_scenarios(scenarios_path)
     kept = [s for s in scenarios if in_band(rates.get(s.id), band)]
     out.parent.mkdir(parents=True, exist_ok=True)
     JsonlStore(out, Scenario).rewrite(kept)
-    rl = {"band": list(band), "scenarios": len(scenarios), "with_episodes": sum(s.id in rates for s in scenarios),
-          "kept": len(kept), "never_solved": _count(rates, scenarios, lambda r: r <= band[0]),
-          "always_solved": _count(rates, scenarios, lambda r: r >= band[1]), "out": str(out)}
-    print_table(f"RL filter (pass rate in {band[0]:g} < p < {band[1]:g}) -> {out}",
-                [["scenarios", rl["scenarios"]], ["with episodes", rl["with_episodes"]], ["kept", len(kept)],
-                 [f"dropped: pass rate <= {band[0]:g}", rl["never_solved"]],
-                 [f"dropped: pass rate >= {band[1]:g}", rl["always_solved"]]], ["", "count"])
+    rl = {
+        "band": list(band),
+        "scenarios": len(scenarios),
+        "with_episodes": sum(s.id in rates for s in scenarios),
+        "kept": len(kept),
+        "never_solved": _count(rates, scenarios, lambda r: r <= band[0]),
+        "always_solved": _count(rates, scenarios, lambda r: r >= band[1]),
+        "out": str(out),
+    }
+    print_table(
+        f"RL filter (pass rate in {band[0]:g} < p < {band[1]:g}) -> {out}",
+        [
+            ["scenarios", rl["scenarios"]],
+            ["with episodes", rl["with_episodes"]],
+            ["kept", len(kept)],
+            [f"dropped: pass rate <= {band[0]:g}", rl["never_solved"]],
+            [f"dropped: pass rate >= {band[1]:g}", rl["always_solved"]],
+        ],
+        ["", "count"],
+    )
     return rl
 
 
 def _count(rates: dict[str, float], scenarios: list[Scenario], test) -> int:
     return sum(1 for s in scenarios if (rate := rates.get(s.id)) is not None and test(rate))
-

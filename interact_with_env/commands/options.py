@@ -1,4 +1,5 @@
 """Argument groups shared by several commands."""
+
 from __future__ import annotations
 
 import argparse
@@ -21,5 +22,13 @@ def add_rollout_arguments(parser: argparse.ArgumentParser) -> None:
 
 def rollout_config(args: argparse.Namespace, **explicit) -> InteractConfig:
     """The config from ``--config``/``--set`` and the explicit flags."""
-    return config_from_args(InteractConfig, SECTION, args, mode=args.mode, agent_mode=args.agent_mode,
-                            max_steps=args.max_steps, seed=args.seed, **explicit)
+    return config_from_args(
+        InteractConfig,
+        SECTION,
+        args,
+        mode=args.mode,
+        agent_mode=args.agent_mode,
+        max_steps=args.max_steps,
+        seed=args.seed,
+        **explicit,
+    )

@@ -1,4 +1,5 @@
 """``report``: pass^k, rewards, terminations and tool errors of a trajectories file."""
+
 from __future__ import annotations
 
 import argparse

@@ -1,4 +1,5 @@
 """``run``: episodes for every (scenario, sample), resumable, then the report."""
+
 from __future__ import annotations
 
 import argparse
@@ -27,13 +28,22 @@ def run(args: argparse.Namespace) -> int:
     store = ctx.store("trajectories", Trajectory)
     tasks = episode_tasks(scenarios, envs, config.samples, config.seed)
     with rollout_engine(ctx) as engine:
-        stats = asyncio.run(process_items(ctx, [(t.id, t) for t in tasks], engine.run_episode, store,
-                                          done=store.ids(), desc="episodes"))
+        stats = asyncio.run(
+            process_items(ctx, [(t.id, t) for t in tasks], engine.run_episode, store, done=store.ids(), desc="episodes")
+        )
     trajectories = [t for t in store.read() if t.id in {task.id for task in tasks}]
     report = write_report(trajectories, ctx.out / "report.json", config.max_k)
-    update_manifest(ctx, {"episodes": stats.total, "skipped": stats.skipped, "done": stats.done,
-                          "failed": stats.failed, "mean_reward": report["overall"]["mean_reward"],
-                          "pass_hat_k": report["overall"]["pass_hat_k"]})
+    update_manifest(
+        ctx,
+        {
+            "episodes": stats.total,
+            "skipped": stats.skipped,
+            "done": stats.done,
+            "failed": stats.failed,
+            "mean_reward": report["overall"]["mean_reward"],
+            "pass_hat_k": report["overall"]["pass_hat_k"],
+        },
+    )
     if stats.failed:
         print(f"{stats.failed} episode(s) failed (see {ctx.out / 'failures.jsonl'}); run again to retry them")
     return 1 if stats.failed and not stats.done and not stats.skipped else 0

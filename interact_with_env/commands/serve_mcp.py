@@ -1,4 +1,5 @@
 """``serve-mcp``: one environment instance's tools over MCP on stdin/stdout."""
+
 from __future__ import annotations
 
 import argparse
@@ -41,7 +42,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             session = sandbox.open(env, state)
         except EnvLoadError as exc:
-            raise UserError(f"env {env.env_id!r} does not load ({exc.error_type}): {str(exc).splitlines()[0]}") from None
+            raise UserError(
+                f"env {env.env_id!r} does not load ({exc.error_type}): {str(exc).splitlines()[0]}"
+            ) from None
         from interact_with_env.mcp_server import serve_stdio
 
         with session:

@@ -1,4 +1,5 @@
 """``tools``: an environment's tool schemas as JSON (computed from its code in the sandbox)."""
+
 from __future__ import annotations
 
 import argparse
@@ -21,6 +22,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             tools = sandbox.tools(env)
         except EnvLoadError as exc:
-            raise UserError(f"env {env.env_id!r} does not load ({exc.error_type}): {str(exc).splitlines()[0]}") from None
+            raise UserError(
+                f"env {env.env_id!r} does not load ({exc.error_type}): {str(exc).splitlines()[0]}"
+            ) from None
     print(json.dumps(tools, indent=2, ensure_ascii=False))
     return 0

@@ -1,10 +1,11 @@
 """What the play demo serves: loaded envs/scenarios, one sandbox, engines, live sessions."""
+
 from __future__ import annotations
 
 import collections
 import uuid
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from envscaler_core.artifacts import EnvSpec, Scenario
 from envscaler_core.rollout import ChecklistReward, RolloutEngine, ScenarioEnvs
@@ -13,6 +14,7 @@ from envscaler_core.runtime import Sandbox
 from envscaler_core.scoring import Scorer
 from interact_with_env.config import InteractConfig
 from interact_with_env.play.controller import PlaySession
+
 
 class PlayBackend:
     """State shared by every browser tab of the demo.
@@ -24,14 +26,15 @@ class PlayBackend:
         sandbox: The sandbox (one session worker per live session; checkers have their own).
     """
 
-    def __init__(self, ctx: StageContext, envs: dict[str, EnvSpec], scenarios: list[Scenario],
-                 sandbox: Sandbox) -> None:
+    def __init__(
+        self, ctx: StageContext, envs: dict[str, EnvSpec], scenarios: list[Scenario], sandbox: Sandbox
+    ) -> None:
         self.ctx, self.envs, self.sandbox = ctx, envs, sandbox
         self.config: InteractConfig = ctx.config
         self.scenarios = {s.id: s for s in scenarios}
         self.scorer = Scorer(sandbox)
         self.reward = ChecklistReward(self.scorer, progress=self.config.progress_reward)
-        self.sessions: "collections.OrderedDict[str, PlaySession]" = collections.OrderedDict()
+        self.sessions: collections.OrderedDict[str, PlaySession] = collections.OrderedDict()
         self.max_sessions = sandbox.session_capacity
 
     def scenarios_of(self, env_id: str) -> list[Scenario]:
@@ -53,16 +56,29 @@ class PlayBackend:
         settings = self.config.model_copy(update={"mode": mode, "agent_mode": agent_mode}).rollout_settings()
         agent = None if human_agent else self.ctx.client("agent")
         user = self.ctx.client("user") if mode == "user" and not human_user else None
-        return RolloutEngine(ScenarioEnvs(self.sandbox), agent, settings, user_client=user, reward_hook=self.reward,
-                             model="human" if human_agent else None)
+        return RolloutEngine(
+            ScenarioEnvs(self.sandbox),
+            agent,
+            settings,
+            user_client=user,
+            reward_hook=self.reward,
+            model="human" if human_agent else None,
+        )
 
-    async def new_session(self, scenario_id: str, mode: str, agent_mode: str, human_agent: bool,
-                          human_user: bool) -> tuple[str, PlaySession]:
+    async def new_session(
+        self, scenario_id: str, mode: str, agent_mode: str, human_agent: bool, human_user: bool
+    ) -> tuple[str, PlaySession]:
         """Starts a session; the oldest ones are closed beyond ``max_sessions``."""
         scenario = self.scenarios[scenario_id]
-        session = PlaySession(self.engine(mode, agent_mode, human_agent, human_user), self.scorer,
-                              self.envs[scenario.env_id], scenario, human_agent=human_agent, human_user=human_user,
-                              out_dir=Path(self.config.out) / "play")
+        session = PlaySession(
+            self.engine(mode, agent_mode, human_agent, human_user),
+            self.scorer,
+            self.envs[scenario.env_id],
+            scenario,
+            human_agent=human_agent,
+            human_user=human_user,
+            out_dir=Path(self.config.out) / "play",
+        )
         key = uuid.uuid4().hex
         self.sessions[key] = session
         while len(self.sessions) > self.max_sessions:
@@ -70,7 +86,7 @@ class PlayBackend:
         await session.start()
         return key, session
 
-    async def drop(self, key: Optional[str]) -> None:
+    async def drop(self, key: str | None) -> None:
         """Closes a session if it exists."""
         session = self.sessions.pop(key or "", None)
         if session is not None:

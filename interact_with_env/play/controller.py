@@ -5,11 +5,12 @@ plays the agent, the simulator or a person plays the user. After every turn it c
 conversation, the calls with their state diffs, the live state and the checklist evaluated on
 the live state; :meth:`PlaySession.finish` scores the episode and saves the trajectory.
 """
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from envscaler_core.artifacts import EnvSpec, Scenario, Trajectory
 from envscaler_core.rollout import Episode, RolloutEngine, RolloutSettings, ToolEnv, episode_tasks
@@ -32,15 +33,24 @@ class PlaySession:
         out_dir: Where finished trajectories are saved.
     """
 
-    def __init__(self, engine: RolloutEngine, scorer: Scorer, env: EnvSpec, scenario: Scenario, *,
-                 human_agent: bool = False, human_user: bool = False, out_dir: Path = Path("runs/play")) -> None:
+    def __init__(
+        self,
+        engine: RolloutEngine,
+        scorer: Scorer,
+        env: EnvSpec,
+        scenario: Scenario,
+        *,
+        human_agent: bool = False,
+        human_user: bool = False,
+        out_dir: Path = Path("runs/play"),
+    ) -> None:
         self.engine, self.scorer, self.env_spec, self.scenario = engine, scorer, env, scenario
         self.human_agent, self.human_user, self.out_dir = human_agent, human_user, out_dir
         self.task = episode_tasks([scenario], {env.env_id: env}, 1)[0]
-        self.env: Optional[ToolEnv] = None
-        self.episode: Optional[Episode] = None
-        self.trajectory: Optional[Trajectory] = None
-        self.saved_path: Optional[Path] = None
+        self.env: ToolEnv | None = None
+        self.episode: Episode | None = None
+        self.trajectory: Trajectory | None = None
+        self.saved_path: Path | None = None
         self.state: dict[str, Any] = {}
         self.checks: list[tuple[str, str]] = []
 
@@ -54,7 +64,7 @@ class PlaySession:
         if self.episode is None:
             return "done"
         side = "user" if (self.episode.next == "user" or not self.episode.messages) else self.episode.next
-        if side == "agent" and self.human_agent or side == "user" and self.human_user:
+        if (side == "agent" and self.human_agent) or (side == "user" and self.human_user):
             return f"human-{side}"
         return side
 
@@ -100,8 +110,9 @@ class PlaySession:
         if self.env is None:
             return
         self.state = await self.env.snapshot()
-        checks = await self.scorer.achecks(self.scenario.checklist_with_func, self.state,
-                                           self.episode.initial_state if self.episode else {})
+        checks = await self.scorer.achecks(
+            self.scenario.checklist_with_func, self.state, self.episode.initial_state if self.episode else {}
+        )
         self.checks = [(c.check_item, c.status) for c in checks]
 
     async def finish(self) -> Trajectory:
@@ -128,8 +139,9 @@ class PlaySession:
         for m in (self.episode.messages if self.episode else [])[1:]:
             content = m.get("content") or ""
             if m["role"] == "assistant":
-                calls = "\n".join(f"→ `{c['function']['name']}({c['function']['arguments']})`"
-                                  for c in m.get("tool_calls") or [])
+                calls = "\n".join(
+                    f"→ `{c['function']['name']}({c['function']['arguments']})`" for c in m.get("tool_calls") or []
+                )
                 shown.append({"role": "assistant", "content": "\n".join(x for x in (content, calls) if x) or "…"})
             elif m["role"] == "tool":
                 shown.append({"role": "assistant", "content": f"← {m.get('name')}: {content}"})
@@ -140,9 +152,16 @@ class PlaySession:
     def step_rows(self) -> list[list[Any]]:
         """One row per tool call: index, tool, arguments, result, state diff."""
         steps = self.episode.steps if self.episode else []
-        return [[s.index, s.name, json.dumps(s.arguments, ensure_ascii=False) if not isinstance(s.arguments, str)
-                 else s.arguments, s.error_type or ("ok" if s.observation.get("success", True) else "failed"),
-                 json.dumps(s.state_diff, ensure_ascii=False)] for s in steps]
+        return [
+            [
+                s.index,
+                s.name,
+                json.dumps(s.arguments, ensure_ascii=False) if not isinstance(s.arguments, str) else s.arguments,
+                s.error_type or ("ok" if s.observation.get("success", True) else "failed"),
+                json.dumps(s.state_diff, ensure_ascii=False),
+            ]
+            for s in steps
+        ]
 
     def check_rows(self) -> list[list[str]]:
         """The checklist on the live state."""
@@ -155,7 +174,9 @@ class PlaySession:
             waiting = self.waiting_for.replace("human-", "you (as ") + (")" if "human" in self.waiting_for else "")
             return f"**Live checklist:** {passed}/{len(self.checks)} · next: {waiting}"
         r = self.trajectory.reward
-        return (f"### Final reward: {r.final}\n- termination: {self.trajectory.termination}\n"
-                f"- checks passed: {sum(c.status == 'true' for c in r.checks)}/{len(r.checks)} "
-                f"(errors: {r.checker_errors})\n- state matches reference: {r.state_match}\n"
-                f"- tool calls: {len(self.trajectory.steps)} · flags: {', '.join(self.trajectory.flags) or '-'}")
+        return (
+            f"### Final reward: {r.final}\n- termination: {self.trajectory.termination}\n"
+            f"- checks passed: {sum(c.status == 'true' for c in r.checks)}/{len(r.checks)} "
+            f"(errors: {r.checker_errors})\n- state matches reference: {r.state_match}\n"
+            f"- tool calls: {len(self.trajectory.steps)} · flags: {', '.join(self.trajectory.flags) or '-'}"
+        )

@@ -1,4 +1,5 @@
 """The Gradio page of the play demo (layout and event wiring only; logic is in the controller)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -12,33 +13,32 @@ from envscaler_core.toolformat import CALL_CLOSE, CALL_OPEN, dumps
 from interact_with_env.play.backend import PlayBackend
 from interact_with_env.play.controller import PlaySession
 
-HELP = ("As the agent, write plain text (an answer) or a tool call such as "
-        f'`{CALL_OPEN}{dumps({"name": "get_book", "arguments": {"book_id": "B1"}})}{CALL_CLOSE}`. '
-        "As the user, write your message (`###STOP###` ends the conversation).")
+HELP = (
+    "As the agent, write plain text (an answer) or a tool call such as "
+    f"`{CALL_OPEN}{dumps({'name': 'get_book', 'arguments': {'book_id': 'B1'}})}{CALL_CLOSE}`. "
+    "As the user, write your message (`###STOP###` ends the conversation)."
+)
 
 
 def _views(session: PlaySession | None) -> tuple[Any, ...]:
     if session is None:
         return [], [], [], {}, "Pick a scenario and press **Start**.", None
     path = str(session.saved_path) if session.saved_path else None
-    return (session.chat(), session.step_rows(), session.check_rows(), session.state,
-            session.result_markdown(), path)
+    return (session.chat(), session.step_rows(), session.check_rows(), session.state, session.result_markdown(), path)
 
 
 def _env_views(backend: PlayBackend, env_id: str) -> tuple[Any, ...]:
     env = backend.envs[env_id]
     choices = [(f"{s.id}: {s.task[:70]}", s.id) for s in backend.scenarios_of(env_id)]
     first = choices[0][1] if choices else None
-    return (gr.update(choices=choices, value=first), env_introduction(env), backend.tools(env_id),
-            env.env_class_code)
+    return (gr.update(choices=choices, value=first), env_introduction(env), backend.tools(env_id), env.env_class_code)
 
 
 def _scenario_views(backend: PlayBackend, scenario_id: str | None) -> tuple[Any, ...]:
     if not scenario_id:
         return "", {}, []
     s = backend.scenarios[scenario_id]
-    return (f"**Task:** {s.task}", s.init_config,
-            [[c.check_item, c.check_func] for c in s.checklist_with_func])
+    return (f"**Task:** {s.task}", s.init_config, [[c.check_item, c.check_func] for c in s.checklist_with_func])
 
 
 def build_app(backend: PlayBackend) -> gr.Blocks:
@@ -60,8 +60,9 @@ def build_app(backend: PlayBackend) -> gr.Blocks:
             raise gr.Error("Pick a scenario.")
         await backend.drop(key)
         try:
-            key, session = await backend.new_session(scenario_id, mode, agent_mode, agent_player == "me",
-                                                     user_player == "me")
+            key, session = await backend.new_session(
+                scenario_id, mode, agent_mode, agent_player == "me", user_player == "me"
+            )
         except (LLMError, SandboxError) as exc:
             raise gr.Error(f"{type(exc).__name__}: {exc}") from None
         return (key, *_views(session))
@@ -100,7 +101,9 @@ def build_app(backend: PlayBackend) -> gr.Blocks:
                 with gr.Row():
                     mode = gr.Radio(["task", "user"], value=backend.config.mode, label="Mode")
                     agent_mode = gr.Radio(["fc", "text"], value=backend.config.agent_mode, label="Agent protocol")
-                    agent_player = gr.Radio(["model", "me"], value="model", label="Agent played by", elem_id="agent-player")
+                    agent_player = gr.Radio(
+                        ["model", "me"], value="model", label="Agent played by", elem_id="agent-player"
+                    )
                     user_player = gr.Radio(["simulator", "me"], value="simulator", label="User played by")
                 with gr.Row():
                     start_btn = gr.Button("Start", variant="primary", elem_id="start")
@@ -111,13 +114,22 @@ def build_app(backend: PlayBackend) -> gr.Blocks:
                 with gr.Row():
                     msg = gr.Textbox(label="Your turn", placeholder=HELP, scale=4, elem_id="msg")
                     send_btn = gr.Button("Send", elem_id="send")
-                steps_df = gr.Dataframe(headers=["#", "tool", "arguments", "result", "state diff"], wrap=True,
-                                        label="Tool calls and state diffs", elem_id="steps",
-                                        column_widths=["6%", "18%", "28%", "12%", "36%"])
+                steps_df = gr.Dataframe(
+                    headers=["#", "tool", "arguments", "result", "state diff"],
+                    wrap=True,
+                    label="Tool calls and state diffs",
+                    elem_id="steps",
+                    column_widths=["6%", "18%", "28%", "12%", "36%"],
+                )
             with gr.Column(scale=1):
                 result_md = gr.Markdown(elem_id="result")
-                checks_df = gr.Dataframe(headers=["check", "status"], label="Checklist on the live state",
-                                         elem_id="checks", wrap=True, column_widths=["70%", "30%"])
+                checks_df = gr.Dataframe(
+                    headers=["check", "status"],
+                    label="Checklist on the live state",
+                    elem_id="checks",
+                    wrap=True,
+                    column_widths=["70%", "30%"],
+                )
                 state_json = gr.JSON(label="Live state", elem_id="state")
                 download = gr.File(label="Trajectory JSON")
 

@@ -1,19 +1,19 @@
 """Arguments and plumbing shared by the step commands."""
+
 from __future__ import annotations
 
 import argparse
 import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Awaitable, Callable
 
 from envscaler_core.artifacts import EnvSpec
 from envscaler_core.cli import UserError
 from envscaler_core.config import add_config_arguments, config_from_args
 from envscaler_core.original_format import load_envs
 from envscaler_core.runner import StageContext, update_manifest
-from envscaler_core.store import ArtifactError
-
 from envscaler_core.runtime import Sandbox
+from envscaler_core.store import ArtifactError
 from scen_generator.config import SECTION, ScenGeneratorConfig
 from scen_generator.steps import STAGE, Steps
 from scen_generator.summary import collect_counts, print_summary
@@ -21,8 +21,12 @@ from scen_generator.summary import collect_counts, print_summary
 
 def add_step_arguments(parser: argparse.ArgumentParser, with_input: bool = True) -> None:
     """``--envs`` (required), optional ``--input``/``--output`` files, and the config options."""
-    parser.add_argument("--envs", type=Path, required=True,
-                        help="environments: envs.jsonl (accepted ones are used) or original metadata JSON")
+    parser.add_argument(
+        "--envs",
+        type=Path,
+        required=True,
+        help="environments: envs.jsonl (accepted ones are used) or original metadata JSON",
+    )
     if with_input:
         parser.add_argument("--input", type=Path, help="previous step's file (default: in --out)")
     parser.add_argument("--output", type=Path, help="this step's file (default: in --out)")

@@ -1,17 +1,21 @@
 """``python -m scen_generator run --envs FILE --out DIR [--per-env N] [--config FILE]``."""
+
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
 from envscaler_core.config import add_config_arguments
-
 from scen_generator.commands.common import execute
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--envs", type=Path, required=True,
-                        help="environments: envs.jsonl (accepted ones are used) or original metadata JSON")
+    parser.add_argument(
+        "--envs",
+        type=Path,
+        required=True,
+        help="environments: envs.jsonl (accepted ones are used) or original metadata JSON",
+    )
     parser.add_argument("--per-env", type=int, help="initial states per environment (default 50)")
     add_config_arguments(parser)
 

@@ -1,4 +1,5 @@
 """``python -m scen_generator states --envs FILE --out DIR [--per-env N]``."""
+
 from __future__ import annotations
 
 import argparse

@@ -1,4 +1,5 @@
 """``python -m scen_generator validate --envs FILE --out DIR``."""
+
 from __future__ import annotations
 
 import argparse

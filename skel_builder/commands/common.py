@@ -1,17 +1,18 @@
 """Shared plumbing of the subcommands: config, context, sandbox pool, summary."""
+
 from __future__ import annotations
 
 import argparse
 import asyncio
+from collections.abc import Awaitable, Callable
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from envscaler_core.config import add_config_arguments, config_from_args
 from envscaler_core.progress import print_table
 from envscaler_core.runner import StageContext, update_manifest
 from envscaler_core.runtime import Sandbox
-
 from skel_builder.config import SkelBuilderConfig
 from skel_builder.pipeline import summary_rows
 
@@ -25,8 +26,12 @@ def add_common(parser: argparse.ArgumentParser, *, limit: bool = True) -> None:
 
 
 def add_tasks(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tasks", type=Path, default=SEED_TASKS,
-                        help="ToolACE / API-Bank JSON, JSONL or text file (default: bundled seed tasks)")
+    parser.add_argument(
+        "--tasks",
+        type=Path,
+        default=SEED_TASKS,
+        help="ToolACE / API-Bank JSON, JSONL or text file (default: bundled seed tasks)",
+    )
     parser.add_argument("--format", default="auto", help="auto, toolace, apibank, jsonl or text")
 
 
@@ -35,8 +40,7 @@ def context(args: argparse.Namespace, name: str = "skel_builder") -> StageContex
     return StageContext(name, config_from_args(SkelBuilderConfig, "skel_builder", args))
 
 
-def execute(ctx: StageContext, title: str,
-            step: Callable[[Sandbox], Awaitable[dict[str, Any]]]) -> int:
+def execute(ctx: StageContext, title: str, step: Callable[[Sandbox], Awaitable[dict[str, Any]]]) -> int:
     """Run one async step with a sandbox pool, print the summary, update the manifest."""
     cfg: SkelBuilderConfig = ctx.config
 

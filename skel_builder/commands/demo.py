@@ -1,4 +1,5 @@
 """``demo``: the Gradio build demo, bound to 127.0.0.1 unless ``--host`` says otherwise."""
+
 from skel_builder.commands.common import add_common, context
 
 
@@ -9,8 +10,8 @@ def add_arguments(parser):
 
 
 def run(args):
-    from skel_builder.demo import build_app
     from envscaler_core.runtime import Sandbox
+    from skel_builder.demo import build_app
 
     config = context(args, "skel_builder_demo").config
     with Sandbox(config.sandbox_workers, 1) as sandbox:

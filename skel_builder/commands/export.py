@@ -1,10 +1,10 @@
 """``export``: envs.jsonl -> filtered_env_metadata.json (the original release shape)."""
+
 from pathlib import Path
 
 from envscaler_core.cli import UserError
 from envscaler_core.original_format import load_envs
 from envscaler_core.store import ArtifactError
-
 from skel_builder.pipeline import METADATA_FILE, export
 
 

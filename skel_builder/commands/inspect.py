@@ -1,4 +1,5 @@
 """``inspect``: env_drafts.jsonl -> envs.jsonl (accepted / rejected with reports) + metadata."""
+
 from skel_builder import pipeline
 from skel_builder.commands.common import add_common, context, execute
 

@@ -1,4 +1,5 @@
 """``mine``: tasks -> source_tasks.jsonl -> env_descriptions.jsonl (judged, described, selected)."""
+
 from skel_builder import pipeline
 from skel_builder.commands.common import add_common, add_tasks, context, execute
 

@@ -1,4 +1,5 @@
 """``run``: mine -> synthesize -> inspect, resumable at every step."""
+
 from skel_builder import pipeline
 from skel_builder.commands.common import add_common, add_tasks, context, execute
 

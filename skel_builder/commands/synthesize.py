@@ -1,4 +1,5 @@
 """``synthesize``: selected descriptions -> env_drafts.jsonl."""
+
 from skel_builder import pipeline
 from skel_builder.commands.common import add_common, context, execute
 

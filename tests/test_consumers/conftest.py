@@ -5,6 +5,7 @@ Runs from the main venv (``make test-verifiers``, ``make test-trl``); the server
 Data: the shop environment of the RL tests with four scenarios whose plans score 1.0, 1.0, 0.5
 and 0.0.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -46,10 +47,18 @@ def scenarios() -> list[Scenario]:
     out = [cancel_a1]
     for scenario_id, (task, _calls, _) in PLANS.items():
         if scenario_id != "cancel-a1":
-            out.append(cancel_both.model_copy(update={
-                "id": scenario_id, "task": task,
-                "reference_solution": [ToolCall(name=CANCEL_A1[0], arguments=CANCEL_A1[1]),
-                                       ToolCall(name=CANCEL_B2[0], arguments=CANCEL_B2[1])]}))
+            out.append(
+                cancel_both.model_copy(
+                    update={
+                        "id": scenario_id,
+                        "task": task,
+                        "reference_solution": [
+                            ToolCall(name=CANCEL_A1[0], arguments=CANCEL_A1[1]),
+                            ToolCall(name=CANCEL_B2[0], arguments=CANCEL_B2[1]),
+                        ],
+                    }
+                )
+            )
     return out
 
 
@@ -70,16 +79,32 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serving(envs: Path, scenarios_path: Path, log_dir: Path, python: str | None = None,
-            env: dict[str, str] | None = None) -> Iterator[str]:
+def serving(
+    envs: Path, scenarios_path: Path, log_dir: Path, python: str | None = None, env: dict[str, str] | None = None
+) -> Iterator[str]:
     """``serve-openenv`` (from the OpenEnv venv unless ``python`` is given) until the block ends; yields its URL."""
     python = python or tier_python("ENVSCALER_OPENENV_PYTHON", ".venv-openenv", "setup-openenv")
     port = free_port()
     log = log_dir / f"openenv-server-{port}.log"
     with log.open("w") as sink:
-        proc = subprocess.Popen([python, "-m", "interact_with_env", "serve-openenv", "--envs", str(envs),
-                                 "--scenarios", str(scenarios_path), "--port", str(port)],
-                                stdout=sink, stderr=subprocess.STDOUT, cwd=REPO, env={**os.environ, **(env or {})})
+        proc = subprocess.Popen(
+            [
+                python,
+                "-m",
+                "interact_with_env",
+                "serve-openenv",
+                "--envs",
+                str(envs),
+                "--scenarios",
+                str(scenarios_path),
+                "--port",
+                str(port),
+            ],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+            env={**os.environ, **(env or {})},
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -110,4 +135,5 @@ def server(data_files, tmp_path_factory) -> Iterator[str]:
 def _close_sandbox_pool():
     yield
     from envscaler_core.runtime import Sandbox
+
     Sandbox.close_shared()

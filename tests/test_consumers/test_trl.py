@@ -6,6 +6,7 @@ OpenEnv server, each rollout's reward the server's checklist reward.
 so its episodes would end at the first turn). The test replays every episode's calls through our
 own scorer (``EpisodeEnv``, in this process) and checks that TRL logged those rewards.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,11 +31,20 @@ STEPS, GENERATIONS = 2, 4
 
 def trl_run(args: list[str], timeout: float) -> subprocess.CompletedProcess:
     python = tier_python("ENVSCALER_TRL_PYTHON", ".venv-trl", "setup-trl")
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", CUDA_VISIBLE_DEVICES="",
-               PYTHONPATH=str(REPO), TOKENIZERS_PARALLELISM="false", ENVSCALER_NO_PROGRESS="1",
-               WANDB_DISABLED="true", OMP_NUM_THREADS="2", TRL_EXPERIMENTAL_SILENCE="1")
+    env = dict(
+        os.environ,
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        CUDA_VISIBLE_DEVICES="",
+        PYTHONPATH=str(REPO),
+        TOKENIZERS_PARALLELISM="false",
+        ENVSCALER_NO_PROGRESS="1",
+        WANDB_DISABLED="true",
+        OMP_NUM_THREADS="2",
+        TRL_EXPERIMENTAL_SILENCE="1",
+    )
     result = subprocess.run([python, *args], cwd=REPO, env=env, text=True, capture_output=True, timeout=timeout)
-    assert result.returncode == 0, (result.stdout[-3000:] + result.stderr[-5000:])
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
     return result
 
 
@@ -52,10 +62,21 @@ def warm_model(rl_shop, tmp_path_factory) -> Path:
     tiny, warm = CACHE / "tiny-qwen2", CACHE / "tiny-qwen2-warm"
     trl_run(["-m", "sft", "tiny-model", "--gguf", str(gguf), "--out", str(tiny)], timeout=400)
     python = tier_python("ENVSCALER_TRL_PYTHON", ".venv-trl", "setup-trl")
-    with serving(*rl_shop, tmp_path_factory.mktemp("warm-logs"), python=python,
-                 env={"PYTHONPATH": str(REPO)}) as url:
-        result = trl_run([str(Path(__file__).parent / "warm_tiny.py"), "--model", str(tiny), "--out", str(warm),
-                          "--url", url, "--plan", json.dumps(PLAN)], timeout=500)
+    with serving(*rl_shop, tmp_path_factory.mktemp("warm-logs"), python=python, env={"PYTHONPATH": str(REPO)}) as url:
+        result = trl_run(
+            [
+                str(Path(__file__).parent / "warm_tiny.py"),
+                "--model",
+                str(tiny),
+                "--out",
+                str(warm),
+                "--url",
+                url,
+                "--plan",
+                json.dumps(PLAN),
+            ],
+            timeout=500,
+        )
     print("warm-up:", result.stdout.strip().splitlines()[-1])
     return warm
 
@@ -73,10 +94,34 @@ def replayed_reward(env: EpisodeEnv, scenario_id: str, calls: list[dict]) -> flo
 def test_grpo_trains_multi_turn_on_the_openenv_server_with_our_rewards(rl_shop, warm_model, tmp_path):
     out = tmp_path / "grpo"
     envs, scenarios = rl_shop
-    trl_run(["-m", "rl", "trl-train", "--envs", str(envs), "--scenarios", str(scenarios), "--model", str(warm_model),
-             "--out", str(out), "--set", "use_cpu=true", "--set", f"max_steps={STEPS}",
-             "--set", f"num_generations={GENERATIONS}", "--set", f"per_device_train_batch_size={GENERATIONS}",
-             "--set", "max_completion_length=160", "--set", "shuffle_dataset=false"], timeout=600)
+    trl_run(
+        [
+            "-m",
+            "rl",
+            "trl-train",
+            "--envs",
+            str(envs),
+            "--scenarios",
+            str(scenarios),
+            "--model",
+            str(warm_model),
+            "--out",
+            str(out),
+            "--set",
+            "use_cpu=true",
+            "--set",
+            f"max_steps={STEPS}",
+            "--set",
+            f"num_generations={GENERATIONS}",
+            "--set",
+            f"per_device_train_batch_size={GENERATIONS}",
+            "--set",
+            "max_completion_length=160",
+            "--set",
+            "shuffle_dataset=false",
+        ],
+        timeout=600,
+    )
     summary = json.loads((out / "trl_summary.json").read_text())
     assert summary["steps"] == STEPS and len(summary["losses"]) == STEPS
     assert all(math.isfinite(x) for x in summary["losses"]), summary
@@ -86,15 +131,17 @@ def test_grpo_trains_multi_turn_on_the_openenv_server_with_our_rewards(rl_shop, 
     assert [e["scenario_id"] for e in episodes] == ["cancel-a1"] * GENERATIONS + ["cancel-both"] * GENERATIONS
     # Multi-turn: the model called tools, got their results back and went on until it stopped.
     assert any(e["calls"] for e in episodes) and all(e["termination"] == "agent_answered" for e in episodes)
-    env = EpisodeEnv(envs_path=str(envs), scenarios_path=str(scenarios), tool_call_mode="all", max_steps=100,
-                     pool_size=2)
+    env = EpisodeEnv(
+        envs_path=str(envs), scenarios_path=str(scenarios), tool_call_mode="all", max_steps=100, pool_size=2
+    )
     try:
-        assert [e["reward"] for e in episodes] == [replayed_reward(env, e["scenario_id"], e["calls"])
-                                                   for e in episodes]
+        assert [e["reward"] for e in episodes] == [replayed_reward(env, e["scenario_id"], e["calls"]) for e in episodes]
     finally:
         env.close()
     # The reward TRL trained on is the server's: its per-step mean is the mean of that step's episodes.
     logged = [entry["rewards/EnvScaler_shop/mean"] for entry in summary["env_rewards"]]
-    means = [sum(e["reward"] for e in episodes[i:i + GENERATIONS]) / GENERATIONS
-             for i in range(0, len(episodes), GENERATIONS)]
+    means = [
+        sum(e["reward"] for e in episodes[i : i + GENERATIONS]) / GENERATIONS
+        for i in range(0, len(episodes), GENERATIONS)
+    ]
     assert logged == pytest.approx(means)

@@ -5,6 +5,7 @@ The model is the scripted OpenAI-compatible server: it answers each turn with th
 (``make setup-verifiers``) with its ``null`` harness on the ``subprocess`` runtime; the rewards in
 its traces must equal what ``interact_with_env run`` gives for the same calls.
 """
+
 from __future__ import annotations
 
 import json
@@ -66,8 +67,14 @@ def vf_eval_rewards(config: Path, cwd: Path) -> dict[str, float]:
     python = tier_python("ENVSCALER_VERIFIERS_PYTHON", ".venv-verifiers", "setup-verifiers")
     bin_dir = str(Path(python).parent)
     env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""), SCRIPTED_API_KEY="sk-test")
-    result = subprocess.run([str(Path(bin_dir) / "vf-eval"), "@", str(config), "--no-rich"], cwd=cwd, env=env,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [str(Path(bin_dir) / "vf-eval"), "@", str(config), "--no-rich"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     (traces,) = cwd.glob("out/*/traces.jsonl")
     rewards = {}
@@ -81,12 +88,28 @@ def vf_eval_rewards(config: Path, cwd: Path) -> dict[str, float]:
 
 def run_rewards(data_files, scripted_env, out: Path) -> dict[str, float]:
     """``interact_with_env run`` with the same calls as native tool calls: the reward per scenario."""
-    plans = {task: [Reply.tool_call(name, args) for name, args in calls] + [Reply.text("Task Completed")]
-             for task, calls, _ in PLANS.values()}
+    plans = {
+        task: [Reply.tool_call(name, args) for name, args in calls] + [Reply.text("Task Completed")]
+        for task, calls, _ in PLANS.values()
+    }
     scripted_env.policy = planned([Reply.text("Task Completed")], by_task=plans)
     envs, scenarios = data_files
-    assert interact_main(["run", "--envs", str(envs), "--scenarios", str(scenarios), "--out", str(out),
-                          "--set", "llm.default.max_retries=0"]) == 0
+    assert (
+        interact_main(
+            [
+                "run",
+                "--envs",
+                str(envs),
+                "--scenarios",
+                str(scenarios),
+                "--out",
+                str(out),
+                "--set",
+                "llm.default.max_retries=0",
+            ]
+        )
+        == 0
+    )
     return {t.scenario_id: t.reward.final for t in JsonlStore(out / "trajectories.jsonl", Trajectory).read_all()}
 
 
@@ -98,6 +121,9 @@ def test_vf_eval_openenv_taskset_scores_as_our_run(server, data_files, scripted_
     config = eval_config(tmp_path / "eval.toml", server, scripted_env.base_url, tmp_path / "out")
     assert vf_eval_rewards(config, tmp_path) == expected
     # Every action the model sent reached the server: one request per planned call plus done.
-    verifiers_requests = [r for r in scripted_env.completion_requests
-                          if r["messages"] and "action_schema" in str(r["messages"][-1].get("content"))]
+    verifiers_requests = [
+        r
+        for r in scripted_env.completion_requests
+        if r["messages"] and "action_schema" in str(r["messages"][-1].get("content"))
+    ]
     assert len(verifiers_requests) == sum(len(calls) + 1 for _, calls, _ in PLANS.values())

@@ -10,6 +10,7 @@ tool list TRL renders, and learnt by next-token training on the assistant turns 
 decoding replays every turn. Prints one JSON line: steps, final loss, whether greedy decoding gives the plans.
 The result is cached in ``--out`` (a marker holds the hash of the base model path and the ids).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +32,11 @@ MARKER = "envscaler_warm.sha256"
 
 def tools_of(instance) -> list:
     """The bound tool methods, in the order TRL lists them (``inspect.getmembers`` of the class)."""
-    return [getattr(instance, name) for name, _ in inspect.getmembers(type(instance), predicate=inspect.isfunction)
-            if name not in RESERVED and not name.startswith("_")]
+    return [
+        getattr(instance, name)
+        for name, _ in inspect.getmembers(type(instance), predicate=inspect.isfunction)
+        if name not in RESERVED and not name.startswith("_")
+    ]
 
 
 def play(tasks, row, plan) -> tuple[list, list[dict]]:
@@ -42,8 +46,13 @@ def play(tasks, row, plan) -> tuple[list, list[dict]]:
     messages = [dict(m) for m in row["prompt"]]
     for name, arguments in plan:
         result = getattr(instance, name)(**arguments)
-        messages.append({"role": "assistant", "content": "", "tool_calls": [
-            {"type": "function", "function": {"name": name, "arguments": arguments}}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"type": "function", "function": {"name": name, "arguments": arguments}}],
+            }
+        )
         messages.append({"role": "tool", "name": name, "content": result})
     messages.append({"role": "assistant", "content": FINAL})
     instance.get_reward()
@@ -57,9 +66,10 @@ def conversation(tokenizer, tools, messages) -> tuple[list[int], list[tuple[int,
     spans = []
     for index, message in enumerate(messages):
         if message["role"] == "assistant":
-            prompt = tokenizer.apply_chat_template(messages[:index], tools=tools, add_generation_prompt=True,
-                                                   tokenize=True, return_dict=False)
-            assert ids[:len(prompt)] == list(prompt), "the chat template does not preserve prefixes"
+            prompt = tokenizer.apply_chat_template(
+                messages[:index], tools=tools, add_generation_prompt=True, tokenize=True, return_dict=False
+            )
+            assert ids[: len(prompt)] == list(prompt), "the chat template does not preserve prefixes"
             spans.append((len(prompt), ids.index(im_end, len(prompt)) + 1))
     return ids, spans
 

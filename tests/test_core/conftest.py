@@ -13,8 +13,9 @@ LIBRARY = LIBRARY_SOURCE
 
 LIB_STATE = library_state()
 
-FAST_LIMITS = SandboxLimits(call_timeout_s=0.5, load_timeout_s=1.0, kill_grace_s=0.5,
-                            memory_bytes=768 << 20, cpu_seconds=30)
+FAST_LIMITS = SandboxLimits(
+    call_timeout_s=0.5, load_timeout_s=1.0, kill_grace_s=0.5, memory_bytes=768 << 20, cpu_seconds=30
+)
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
 """Typed artifacts: every field declared; unknown fields rejected on write, dropped on read of old files."""
+
 from __future__ import annotations
 
 import json
@@ -12,27 +13,55 @@ from envscaler_core.store import JsonlStore
 
 pytestmark = pytest.mark.unit
 
-SCHEMA = {"analysis": "", "class_name": "Library", "rules": ["A book on loan cannot be lent again."],
-          "entities": [{"name": "Book", "description": "", "id_attribute": "book_id",
-                        "attributes": [{"name": "book_id", "type": "str", "description": ""}]}]}
+SCHEMA = {
+    "analysis": "",
+    "class_name": "Library",
+    "rules": ["A book on loan cannot be lent again."],
+    "entities": [
+        {
+            "name": "Book",
+            "description": "",
+            "id_attribute": "book_id",
+            "attributes": [{"name": "book_id", "type": "str", "description": ""}],
+        }
+    ],
+}
 # An envs.jsonl line as skel_builder wrote it while these fields were untyped extras, plus fields
 # no version of this project knows (top level and nested).
-OLD_ENV = {"id": "env_1", "env_class_name": "Library", "env_class_code": "class Library: pass",
-           "state_schema": SCHEMA, "test_state": {"books": {"B1": {"book_id": "B1"}}},
-           "predicate_rules": ["A book on loan cannot be lent again."],
-           "build_log": {"description_id": "desc_1", "test_state_source": "llm", "synthesis_s": 1.5,
-                         "method_attempts": [{"method": "get_book", "ok": True}], "retired_key": 1},
-           "legacy_field": "x"}
-OLD_SCENARIO = {"id": "s1", "env_id": "env_1", "state_warnings": ["B1 is on loan twice"],
-                "task_notes": ["the missing values were appended"], "legacy_field": 3}
+OLD_ENV = {
+    "id": "env_1",
+    "env_class_name": "Library",
+    "env_class_code": "class Library: pass",
+    "state_schema": SCHEMA,
+    "test_state": {"books": {"B1": {"book_id": "B1"}}},
+    "predicate_rules": ["A book on loan cannot be lent again."],
+    "build_log": {
+        "description_id": "desc_1",
+        "test_state_source": "llm",
+        "synthesis_s": 1.5,
+        "method_attempts": [{"method": "get_book", "ok": True}],
+        "retired_key": 1,
+    },
+    "legacy_field": "x",
+}
+OLD_SCENARIO = {
+    "id": "s1",
+    "env_id": "env_1",
+    "state_warnings": ["B1 is on loan twice"],
+    "task_notes": ["the missing values were appended"],
+    "legacy_field": 3,
+}
 
 
-@pytest.mark.parametrize("make", [
-    lambda: EnvSpec(id="e", env_class_name="X", env_class_code="", legacy_field=1),
-    lambda: Scenario(id="s", env_id="e", state_notes=["typo of state_warnings"]),
-    lambda: EnvSpec(id="e", env_class_name="X", env_class_code="", build_log={"retired_key": 1}),
-    lambda: RewardBreakdown(final=1.0, bonus=0.5),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: EnvSpec(id="e", env_class_name="X", env_class_code="", legacy_field=1),
+        lambda: Scenario(id="s", env_id="e", state_notes=["typo of state_warnings"]),
+        lambda: EnvSpec(id="e", env_class_name="X", env_class_code="", build_log={"retired_key": 1}),
+        lambda: RewardBreakdown(final=1.0, bonus=0.5),
+    ],
+)
 def test_unknown_fields_are_rejected_when_a_record_is_made(make):
     with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
         make()

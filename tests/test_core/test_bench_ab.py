@@ -1,4 +1,5 @@
 """bench/ab_rollout.py: which side a metric favours, and the folder form of a revision."""
+
 from __future__ import annotations
 
 import pytest
@@ -14,9 +15,11 @@ def _ab():
 
 def test_summary_counts_wins_in_the_direction_each_metric_improves():
     ab = _ab()
-    pairs = [({"ratio": 0.80, "faults": 800, "cpu_ms": 10.0}, {"ratio": 0.85, "faults": 700, "cpu_ms": 11.0}),
-             ({"ratio": 0.82, "faults": 810, "cpu_ms": 10.5}, {"ratio": 0.81, "faults": 705, "cpu_ms": 9.5}),
-             ({"ratio": 0.79, "faults": 805}, {"ratio": 0.90, "faults": 702})]  # an older revision may lack a metric
+    pairs = [
+        ({"ratio": 0.80, "faults": 800, "cpu_ms": 10.0}, {"ratio": 0.85, "faults": 700, "cpu_ms": 11.0}),
+        ({"ratio": 0.82, "faults": 810, "cpu_ms": 10.5}, {"ratio": 0.81, "faults": 705, "cpu_ms": 9.5}),
+        ({"ratio": 0.79, "faults": 805}, {"ratio": 0.90, "faults": 702}),
+    ]  # an older revision may lack a metric
     rows = {row[0]: row[1:] for row in ab.summary(pairs)}
     assert rows["ratio"] == [0.80, 0.85, "2/3"]  # larger is better
     assert rows["faults"] == [805, 702, "3/3"]  # smaller is better

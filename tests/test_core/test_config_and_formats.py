@@ -39,9 +39,13 @@ def test_user_role_reads_user_openai_vars(monkeypatch):
 
 
 def test_original_env_metadata_round_trip(tmp_path):
-    env = EnvSpec(id="env_1", env_class_name="Lib", env_class_code="class Lib: pass",
-                  state_space_definition=[{"entity": "Book", "attributes": ["book_id", "title"]}],
-                  tools=[{"type": "function", "function": {"name": "f"}}])
+    env = EnvSpec(
+        id="env_1",
+        env_class_name="Lib",
+        env_class_code="class Lib: pass",
+        state_space_definition=[{"entity": "Book", "attributes": ["book_id", "title"]}],
+        tools=[{"type": "function", "function": {"name": "f"}}],
+    )
     exported = export_env_metadata([env])
     assert exported["env_1"]["state_space_definition"][0]["attributes"] == "book_id, title"
     exported["env_1"]["tools"] = json.dumps(exported["env_1"]["tools"])  # the HF form
@@ -55,9 +59,14 @@ def test_original_env_metadata_round_trip(tmp_path):
 
 
 def test_original_scenarios_round_trip(tmp_path):
-    scen = Scenario(id="env_1-task_1", env_id="env_1", env_class_name="Lib",
-                    init_config={"books": {}}, task="Do things",
-                    checklist_with_func=[ChecklistItem(check_item="Has x?", check_func="def check_func(s): return True")])
+    scen = Scenario(
+        id="env_1-task_1",
+        env_id="env_1",
+        env_class_name="Lib",
+        init_config={"books": {}},
+        task="Do things",
+        checklist_with_func=[ChecklistItem(check_item="Has x?", check_func="def check_func(s): return True")],
+    )
     rl = export_scenarios([scen], with_checkers=True)
     rl[0]["init_config"] = json.dumps(rl[0]["init_config"])
     path = tmp_path / "rl.json"

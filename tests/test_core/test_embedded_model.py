@@ -1,4 +1,5 @@
 """The real embedded model behind the real client (marked: slow, but CI runs it)."""
+
 import asyncio
 import json
 
@@ -12,11 +13,26 @@ from envscaler_core.llm.embedded import start_server
 pytestmark = pytest.mark.embedded
 
 TOOLS = [
-    {"type": "function", "function": {"name": "get_weather", "description": "Current weather of a city",
-     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
-    {"type": "function", "function": {"name": "add", "description": "Add two numbers",
-     "parameters": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-                    "required": ["a", "b"]}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather of a city",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "add",
+            "description": "Add two numbers",
+            "parameters": {
+                "type": "object",
+                "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                "required": ["a", "b"],
+            },
+        },
+    },
 ]
 
 
@@ -34,11 +50,18 @@ def server():
 
 
 def test_embedded_answers_a_required_tool_call(server):
-    client = LLMClient(LLMConfig(base_url=server.base_url, model="embedded", temperature=0,
-                                 max_tokens=128, cache=False, llama_cpp=True))
-    result = asyncio.run(client.chat(
-        [{"role": "user", "content": "What is the weather in Berlin right now?"}],
-        tools=TOOLS, tool_choice="required"))
+    client = LLMClient(
+        LLMConfig(
+            base_url=server.base_url, model="embedded", temperature=0, max_tokens=128, cache=False, llama_cpp=True
+        )
+    )
+    result = asyncio.run(
+        client.chat(
+            [{"role": "user", "content": "What is the weather in Berlin right now?"}],
+            tools=TOOLS,
+            tool_choice="required",
+        )
+    )
     call = result.tool_calls[0]["function"]
     assert call["name"] == "get_weather"
     assert "berlin" in json.loads(call["arguments"])["city"].lower()
@@ -48,24 +71,38 @@ def test_embedded_answers_a_required_tool_call(server):
 def test_the_same_seed_gives_the_same_sample(server):
     """At temperature 1 the answer is a draw: fixed by the seed, even with another prompt served
     in between (the server's prompt cache then holds something else)."""
+
     def sample(seed: int, salt: str) -> str:
-        client = LLMClient(LLMConfig(base_url=server.base_url, model="embedded", temperature=1.0,
-                                     max_tokens=24, cache=False, llama_cpp=True, seed=seed))
-        return asyncio.run(client.chat([{"role": "user", "content": "Invent a name for a bookshop."}],
-                                       cache_salt=salt)).content
+        client = LLMClient(
+            LLMConfig(
+                base_url=server.base_url,
+                model="embedded",
+                temperature=1.0,
+                max_tokens=24,
+                cache=False,
+                llama_cpp=True,
+                seed=seed,
+            )
+        )
+        return asyncio.run(
+            client.chat([{"role": "user", "content": "Invent a name for a bookshop."}], cache_salt=salt)
+        ).content
 
     first = sample(1, "a")
-    asyncio.run(LLMClient(LLMConfig(base_url=server.base_url, model="embedded", max_tokens=8, cache=False,
-                                    llama_cpp=True)).chat([{"role": "user", "content": "Say hi."}]))
+    asyncio.run(
+        LLMClient(
+            LLMConfig(base_url=server.base_url, model="embedded", max_tokens=8, cache=False, llama_cpp=True)
+        ).chat([{"role": "user", "content": "Say hi."}])
+    )
     assert sample(1, "a") == first
     assert len({first, *(sample(s, "a") for s in (2, 3, 4)), sample(1, "b")}) > 1
 
 
 def test_embedded_structured_output(server):
-    client = LLMClient(LLMConfig(base_url=server.base_url, model="embedded", temperature=0,
-                                 max_tokens=64, cache=False))
-    answer = asyncio.run(client.structured(
-        [{"role": "user", "content": "Give the capital of France as JSON."}], Capital))
+    client = LLMClient(LLMConfig(base_url=server.base_url, model="embedded", temperature=0, max_tokens=64, cache=False))
+    answer = asyncio.run(
+        client.structured([{"role": "user", "content": "Give the capital of France as JSON."}], Capital)
+    )
     assert answer.capital.lower() == "paris"
 
 
@@ -78,8 +115,9 @@ def test_serve_command_starts_and_stops_cleanly():
     from envscaler_core.llm.embedded import free_port
 
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "envscaler_core.llm", "serve", "--port", str(port)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envscaler_core.llm", "serve", "--port", str(port)], stdout=subprocess.PIPE, text=True
+    )
     try:
         lines = [proc.stdout.readline() for _ in range(2)]
         assert f"OPENAI_BASE_URL=http://127.0.0.1:{port}/v1" in "".join(lines)
@@ -98,8 +136,10 @@ def test_server_dies_with_the_process_that_started_it():
     import sys
     import time
 
-    code = ("from envscaler_core.llm.embedded import start_server\n"
-            "s = start_server()\nprint(s.process.pid, flush=True)\nimport time\ntime.sleep(600)\n")
+    code = (
+        "from envscaler_core.llm.embedded import start_server\n"
+        "s = start_server()\nprint(s.process.pid, flush=True)\nimport time\ntime.sleep(600)\n"
+    )
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     server_pid = int(parent.stdout.readline())
     parent.send_signal(signal.SIGKILL)

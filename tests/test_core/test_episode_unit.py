@@ -1,4 +1,5 @@
 """Episodes end to end on a fake ToolEnv: a scripted agent, the rollout engine, the checklist reward."""
+
 from __future__ import annotations
 
 import asyncio
@@ -14,17 +15,23 @@ from tests.test_interact_with_env.helpers import planned
 
 pytestmark = pytest.mark.unit
 
-LEND = [Reply.tool_call("get_book", {"book_id": "B1"}),
-        Reply.tool_call("lend_book", {"book_id": "B1", "member_id": "M1"}),
-        Reply.text("Task Completed: Dune is lent to Ann.")]
+LEND = [
+    Reply.tool_call("get_book", {"book_id": "B1"}),
+    Reply.tool_call("lend_book", {"book_id": "B1", "member_id": "M1"}),
+    Reply.text("Task Completed: Dune is lent to Ann."),
+]
 
 
 def run(scripted, plan, **settings):
     """One episode of the shelf scenario; returns (trajectory, the env factory)."""
     scripted.policy = planned(plan)
     envs = ShelfEnvs()
-    engine = RolloutEngine(envs, LLMClient(scripted.config()), RolloutSettings(**settings),
-                           reward_hook=ChecklistReward(Scorer(FakeSandbox())))
+    engine = RolloutEngine(
+        envs,
+        LLMClient(scripted.config()),
+        RolloutSettings(**settings),
+        reward_hook=ChecklistReward(Scorer(FakeSandbox())),
+    )
     task = episode_tasks([shelf_scenario()], {"shelf": shelf_env()}, 1)[0]
     return asyncio.run(engine.run_episode(task)), envs
 

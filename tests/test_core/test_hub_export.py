@@ -1,5 +1,6 @@
 """``sft export --format hf`` and ``scen_generator export --format hf``: Hub datasets that
 ``datasets.load_dataset`` reads, in the release's field names, and that import back unchanged."""
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,24 @@ def _card_header(folder):
 def trajectories(scripted_env, tmp_path):
     scripted_env.policy = planned(CHECKOUT_PLAN, by_task={"Emma": RETURN_PLAN})
     out = tmp_path / "roll"
-    assert rollouts(["run", "--envs", str(ENVS), "--scenarios", str(SCENARIOS), "--out", str(out),
-                     "--agent-mode", "fc", "--set", "llm.default.max_retries=0"]) == 0
+    assert (
+        rollouts(
+            [
+                "run",
+                "--envs",
+                str(ENVS),
+                "--scenarios",
+                str(SCENARIOS),
+                "--out",
+                str(out),
+                "--agent-mode",
+                "fc",
+                "--set",
+                "llm.default.max_retries=0",
+            ]
+        )
+        == 0
+    )
     return out / "trajectories.jsonl"
 
 
@@ -63,8 +80,10 @@ def test_sft_export_hf_loads_with_datasets_in_the_release_fields(trajectories, t
 
 def test_scenario_export_hf_round_trips(tmp_path, monkeypatch):
     out = tmp_path / "hf"
-    assert scen_main(["export", "--scenarios", str(SCENARIOS), "--envs", str(ENVS), "--format", "hf",
-                      "--out", str(out)]) == 0
+    assert (
+        scen_main(["export", "--scenarios", str(SCENARIOS), "--envs", str(ENVS), "--format", "hf", "--out", str(out)])
+        == 0
+    )
     header, _ = _card_header(out)
     assert [c["config_name"] for c in header["configs"]] == ["envs", "rl", "sft"]
     rl = _load(out, "rl", tmp_path, monkeypatch)
@@ -79,12 +98,16 @@ def test_scenario_export_hf_round_trips(tmp_path, monkeypatch):
     for scenario in load_scenarios(out / "rl" / "train-00000-of-00001.parquet"):
         before = original[scenario.task_id]
         assert scenario.init_config == before.init_config and scenario.task == before.task
-        assert scenario.checklist_with_func == [c.model_copy(update={"initial_value": None, "reference_value": None})
-                                                for c in before.checklist_with_func]
-    env, = load_envs(out / "envs" / "train-00000-of-00001.parquet").values()
-    before, = load_envs(ENVS).values()
-    assert (env.env_class_code, env.tools, env.constraints_rules) == \
-        (before.env_class_code, before.tools, before.constraints_rules)
+        assert scenario.checklist_with_func == [
+            c.model_copy(update={"initial_value": None, "reference_value": None}) for c in before.checklist_with_func
+        ]
+    (env,) = load_envs(out / "envs" / "train-00000-of-00001.parquet").values()
+    (before,) = load_envs(ENVS).values()
+    assert (env.env_class_code, env.tools, env.constraints_rules) == (
+        before.env_class_code,
+        before.tools,
+        before.constraints_rules,
+    )
 
 
 def test_push_to_hub_uploads_the_written_folder_only_with_a_token(tmp_path, monkeypatch, capsys):
@@ -94,8 +117,17 @@ def test_push_to_hub_uploads_the_written_folder_only_with_a_token(tmp_path, monk
     monkeypatch.delenv("HUGGING_FACE_HUB_TOKEN", raising=False)
     monkeypatch.setattr(huggingface_hub, "get_token", lambda: None)
     out = tmp_path / "hf"
-    args = ["export", "--scenarios", str(SCENARIOS), "--format", "hf", "--out", str(out),
-            "--push-to-hub", "someone/envscaler-scenarios"]
+    args = [
+        "export",
+        "--scenarios",
+        str(SCENARIOS),
+        "--format",
+        "hf",
+        "--out",
+        str(out),
+        "--push-to-hub",
+        "someone/envscaler-scenarios",
+    ]
     assert scen_main(args) == 2
     assert "HF_TOKEN" in capsys.readouterr().err and (out / "README.md").exists()
     calls = []
@@ -113,9 +145,16 @@ def test_push_to_hub_uploads_the_written_folder_only_with_a_token(tmp_path, monk
     monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
     monkeypatch.setenv("HF_TOKEN", "hf_test")
     assert scen_main(args) == 0
-    assert calls == [("token", "hf_test"), ("create", "someone/envscaler-scenarios", "dataset"),
-                     ("upload", str(out), "someone/envscaler-scenarios",
-                      ["README.md", "rl/train-00000-of-00001.parquet", "sft/train-00000-of-00001.parquet"])]
+    assert calls == [
+        ("token", "hf_test"),
+        ("create", "someone/envscaler-scenarios", "dataset"),
+        (
+            "upload",
+            str(out),
+            "someone/envscaler-scenarios",
+            ["README.md", "rl/train-00000-of-00001.parquet", "sft/train-00000-of-00001.parquet"],
+        ),
+    ]
 
 
 def test_missing_hub_extra_names_it(tmp_path, monkeypatch):

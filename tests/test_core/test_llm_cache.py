@@ -1,4 +1,5 @@
 """The on-disk LLM cache under many processes opening one fresh file at once (Ray workers do)."""
+
 from __future__ import annotations
 
 import multiprocessing as mp

@@ -11,9 +11,16 @@ from envscaler_core.testing import Reply, ScriptedServer
 from envscaler_core.testing.scripted_server import FAULT_KINDS
 
 MSG = [{"role": "user", "content": "hi"}]
-TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "w",
-          "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                         "required": ["city"]}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "w",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        },
+    }
+]
 
 
 class Answer(BaseModel):
@@ -35,8 +42,7 @@ def test_plain_chat_and_usage(scripted):
 
 @pytest.mark.parametrize("kind", FAULT_KINDS)
 def test_each_fault_is_retried_then_succeeds(kind):
-    with ScriptedServer(script=[Reply.error(kind), Reply.text("recovered")],
-                        timeout_sleep_s=3.0) as server:
+    with ScriptedServer(script=[Reply.error(kind), Reply.text("recovered")], timeout_sleep_s=3.0) as server:
         client = LLMClient(server.config(timeout_s=1.0))
         assert run(client.chat(MSG)).content == "recovered"
         assert server.faults_served == [kind]
@@ -59,8 +65,7 @@ def test_bad_request_is_not_retried(scripted):
 
 
 def test_streaming_text_and_tool_calls(scripted):
-    scripted.script = [Reply.text("a fairly long streamed answer"),
-                       Reply.tool_call("get_weather", {"city": "Oslo"})]
+    scripted.script = [Reply.text("a fairly long streamed answer"), Reply.tool_call("get_weather", {"city": "Oslo"})]
     client = LLMClient(scripted.config())
     assert run(client.chat(MSG, stream=True)).content == "a fairly long streamed answer"
     result = run(client.chat(MSG, tools=TOOLS, stream=True))
@@ -87,8 +92,11 @@ def test_cache_hit_on_repeated_call(scripted, tmp_path):
 
 
 def test_structured_output_with_reask(scripted):
-    scripted.script = [Reply.text("not json at all"), Reply.json({"value": "NaN-ish"}),
-                       Reply.text('```json\n{"value": 7}\n```')]
+    scripted.script = [
+        Reply.text("not json at all"),
+        Reply.json({"value": "NaN-ish"}),
+        Reply.text('```json\n{"value": 7}\n```'),
+    ]
     client = LLMClient(scripted.config())
     assert run(client.structured(MSG, Answer)).value == 7
     requests = scripted.completion_requests
@@ -105,11 +113,14 @@ def test_structured_output_gives_up(scripted):
     assert len(scripted.completion_requests) == 2
 
 
-@pytest.mark.parametrize("text", [
-    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Rome"}}\n</tool_call>',
-    '```json\n{"name": "get_weather", "arguments": {"city": "Rome"}}\n```',
-    '{"name": "get_weather", "arguments": {"city": "Rome"}}',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Rome"}}\n</tool_call>',
+        '```json\n{"name": "get_weather", "arguments": {"city": "Rome"}}\n```',
+        '{"name": "get_weather", "arguments": {"city": "Rome"}}',
+    ],
+)
 def test_text_tool_calls_become_tool_calls(scripted, text):
     scripted.script = [Reply.text(text)]
     result = run(LLMClient(scripted.config()).chat(MSG, tools=TOOLS))
@@ -138,8 +149,10 @@ def test_concurrency_is_bounded(scripted):
 
 
 def test_schema_turns_decode_an_auto_turn_as_a_call_or_an_answer(scripted):
-    scripted.script = [Reply.text('{"name": "get_weather", "arguments": {"city": "Rome"}}'),
-                       Reply.text('{"final_answer": " Sunny in Rome. "}')]
+    scripted.script = [
+        Reply.text('{"name": "get_weather", "arguments": {"city": "Rome"}}'),
+        Reply.text('{"final_answer": " Sunny in Rome. "}'),
+    ]
     client = LLMClient(scripted.config(schema_turns=True))
     call = run(client.chat(MSG, tools=TOOLS, tool_choice="auto"))
     answer = run(client.chat(MSG + [{"role": "assistant", "content": "x"}], tools=TOOLS, tool_choice="auto"))
@@ -190,6 +203,7 @@ def test_another_base_seed_misses_the_cache(tmp_path, scripted):
 
 def test_calls_decoded_from_a_constrained_turn_get_ids_fixed_by_the_request():
     """The id enters the next prompt: a random one would make a seeded run ask other questions."""
+
     def ids(messages) -> list:
         call = {"name": "get_weather", "arguments": {"city": "Oslo"}}
         with ScriptedServer(policy=lambda r: Reply.json(call)) as server:

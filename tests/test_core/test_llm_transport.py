@@ -1,5 +1,6 @@
 """The lean chat transport against a raw HTTP server: framing real servers use (chunked SSE,
 connections closed while idle), connection reuse, and the SDK fallback behind a proxy."""
+
 import asyncio
 import json
 import socket
@@ -13,21 +14,31 @@ from envscaler_core.llm.config import LLMConfig
 from envscaler_core.llm.transport import LeanTransport, SdkTransport, make_transport
 
 MSG = [{"role": "user", "content": "hi"}]
-ANSWER = {"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "fine"}}],
-          "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+ANSWER = {
+    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "fine"}}],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+}
 
 
 def plain(body: dict, status: int = 200, extra: str = "") -> bytes:
     data = json.dumps(body).encode()
-    return f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n{extra}\r\n".encode() + data
+    return (
+        f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n{extra}\r\n".encode()
+        + data
+    )
 
 
 def chunked_sse(events: list[str], piece: int = 7) -> bytes:
     """SSE events (CRLF line ends) sent in small chunks that cut lines and events apart."""
     stream = "".join(f"data: {e}\r\n\r\n" for e in events).encode()
-    chunks = b"".join(b"%x\r\n%s\r\n" % (len(stream[i:i + piece]), stream[i:i + piece])
-                      for i in range(0, len(stream), piece))
-    return b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks + b"0\r\n\r\n"
+    chunks = b"".join(
+        b"%x\r\n%s\r\n" % (len(stream[i : i + piece]), stream[i : i + piece]) for i in range(0, len(stream), piece)
+    )
+    return (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + chunks
+        + b"0\r\n\r\n"
+    )
 
 
 class RawServer:
@@ -60,7 +71,9 @@ class RawServer:
                     if not line:
                         return
                     head += line
-                length = int(next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")).split(b":")[1])
+                length = int(
+                    next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")).split(b":")[1]
+                )
                 reader.read(length)
                 conn.sendall(self.responses.pop(0))
                 if self.close_after:
@@ -84,8 +97,15 @@ def raw():
 
 
 def client_for(server, **overrides) -> LLMClient:
-    settings = {"base_url": server.base_url, "api_key": "sk-test", "model": "m", "max_retries": 2,
-                "backoff_base_s": 0.01, "timeout_s": 5, "cache": False} | overrides
+    settings = {
+        "base_url": server.base_url,
+        "api_key": "sk-test",
+        "model": "m",
+        "max_retries": 2,
+        "backoff_base_s": 0.01,
+        "timeout_s": 5,
+        "cache": False,
+    } | overrides
     return LLMClient(LLMConfig(**settings))
 
 
@@ -119,11 +139,41 @@ def test_connection_closed_while_idle_is_replaced_without_a_retry(raw):
 def test_chunked_event_stream_with_split_lines(raw):
     base = {"id": "c", "object": "chat.completion.chunk", "model": "m"}
     events = [json.dumps(base | {"choices": [{"index": 0, "delta": {"content": part}}]}) for part in ("Hel", "lo", "!")]
-    events += [json.dumps(base | {"choices": [{"index": 0, "delta": {"tool_calls": [
-        {"index": 0, "id": "call_1", "function": {"name": "get_weather", "arguments": '{"city"'}}]}}]}),
-        json.dumps(base | {"choices": [{"index": 0, "delta": {"tool_calls": [
-            {"index": 0, "function": {"arguments": ': "Oslo"}'}}]}, "finish_reason": "tool_calls"}]}),
-        json.dumps(base | {"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 2}}), "[DONE]"]
+    events += [
+        json.dumps(
+            base
+            | {
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {
+                            "tool_calls": [
+                                {
+                                    "index": 0,
+                                    "id": "call_1",
+                                    "function": {"name": "get_weather", "arguments": '{"city"'},
+                                }
+                            ]
+                        },
+                    }
+                ]
+            }
+        ),
+        json.dumps(
+            base
+            | {
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {"tool_calls": [{"index": 0, "function": {"arguments": ': "Oslo"}'}}]},
+                        "finish_reason": "tool_calls",
+                    }
+                ]
+            }
+        ),
+        json.dumps(base | {"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 2}}),
+        "[DONE]",
+    ]
     server = raw([chunked_sse(events), plain(ANSWER)])
     client = client_for(server)
 
@@ -144,9 +194,17 @@ def test_error_event_in_stream_is_an_api_error(raw):
         asyncio.run(client_for(server).chat(MSG, stream=True))
 
 
-@pytest.mark.parametrize("status,error", [(400, openai.BadRequestError), (401, openai.AuthenticationError),
-                                          (404, openai.NotFoundError), (422, openai.UnprocessableEntityError),
-                                          (429, openai.RateLimitError), (503, openai.InternalServerError)])
+@pytest.mark.parametrize(
+    "status,error",
+    [
+        (400, openai.BadRequestError),
+        (401, openai.AuthenticationError),
+        (404, openai.NotFoundError),
+        (422, openai.UnprocessableEntityError),
+        (429, openai.RateLimitError),
+        (503, openai.InternalServerError),
+    ],
+)
 def test_status_errors_are_the_sdks(raw, status, error):
     server = raw([plain({"error": {"message": "nope"}}, status, "retry-after: 0\r\n")])
     transport = LeanTransport(server.base_url, "sk", 5)

@@ -1,4 +1,5 @@
 """The Ray executor: a local cluster processes a stage like the local executor does."""
+
 import asyncio
 
 import pytest
@@ -12,8 +13,9 @@ pytestmark = pytest.mark.ray
 
 
 def _stage(tmp_path, executor, server):
-    config = StageConfig(out=tmp_path / executor, executor=executor, concurrency=4,
-                         llm={"pipeline": server.config().model_dump()})
+    config = StageConfig(
+        out=tmp_path / executor, executor=executor, concurrency=4, llm={"pipeline": server.config().model_dump()}
+    )
     ctx = StageContext("toy", config)
     client = ctx.client("pipeline")
 
@@ -39,6 +41,5 @@ def test_ray_and_local_produce_the_same_records(ray_cluster, scripted, tmp_path)
     # resume on Ray: nothing left to do, no new LLM calls
     ctx, work = _stage(tmp_path, "ray", scripted)
     before = len(scripted.completion_requests)
-    stats = asyncio.run(process_items(ctx, items, work, ctx.store("tasks", SourceTask),
-                                      done={i for i, _ in items}))
+    stats = asyncio.run(process_items(ctx, items, work, ctx.store("tasks", SourceTask), done={i for i, _ in items}))
     assert stats.skipped == 12 and len(scripted.completion_requests) == before

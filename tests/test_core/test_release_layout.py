@@ -1,4 +1,5 @@
 """The release's Hub layout read into rollouts, SFT export and RL with the rewards of its dict form."""
+
 from __future__ import annotations
 
 import json
@@ -26,14 +27,27 @@ def files(tmp_path):
 
 
 def _env_view(env):
-    return (env.env_id, env.env_class_name, env.env_class_code, env.tools,
-            [e.model_dump() for e in env.state_space_definition],
-            [o.model_dump() for o in env.operation_list], env.env_func_details, env.env_class_def)
+    return (
+        env.env_id,
+        env.env_class_name,
+        env.env_class_code,
+        env.tools,
+        [e.model_dump() for e in env.state_space_definition],
+        [o.model_dump() for o in env.operation_list],
+        env.env_func_details,
+        env.env_class_def,
+    )
 
 
 def _scenario_view(s):
-    return (s.id, s.task_id, s.env_id, s.init_config, s.task,
-            [(c.check_item, c.check_func) for c in s.checklist_with_func])
+    return (
+        s.id,
+        s.task_id,
+        s.env_id,
+        s.init_config,
+        s.task,
+        [(c.check_item, c.check_func) for c in s.checklist_with_func],
+    )
 
 
 def test_release_files_decode_like_their_dict_form(files):
@@ -57,8 +71,25 @@ def test_release_files_decode_like_their_dict_form(files):
 
 
 def _rollouts(out, envs, scenarios):
-    assert rollouts(["run", "--envs", str(envs), "--scenarios", str(scenarios), "--out", str(out),
-                     "--concurrency", "2", "--agent-mode", "fc", *FAST]) == 0
+    assert (
+        rollouts(
+            [
+                "run",
+                "--envs",
+                str(envs),
+                "--scenarios",
+                str(scenarios),
+                "--out",
+                str(out),
+                "--concurrency",
+                "2",
+                "--agent-mode",
+                "fc",
+                *FAST,
+            ]
+        )
+        == 0
+    )
     return {t.scenario_id: t for t in JsonlStore(out / "trajectories.jsonl", Trajectory).read_all()}
 
 
@@ -81,16 +112,30 @@ def test_sft_scenarios_roll_out_and_export(scripted_env, files, tmp_path):
     assert [s.name for s in trajectories["env_12_sft-task_1"].steps] == ["get_book", "checkout_book"]
     out = tmp_path / "sft"
     # the release's SFT tasks have no checklist (reward 0, flag no_checklist): exported on request
-    assert sft_main(["export", "--trajectories", str(tmp_path / "roll" / "trajectories.jsonl"),
-                     "--out", str(out), "--min-reward", "0", "--keep-flagged"]) == 0
+    assert (
+        sft_main(
+            [
+                "export",
+                "--trajectories",
+                str(tmp_path / "roll" / "trajectories.jsonl"),
+                "--out",
+                str(out),
+                "--min-reward",
+                "0",
+                "--keep-flagged",
+            ]
+        )
+        == 0
+    )
     rows = json.loads((out / "envscaler_sft_sharegpt.json").read_text())
     assert {r["meta"]["env_id"] for r in rows} == {"env_12_sft"} and len(rows) == 2
 
 
 def _rl_episode(files, task_index, actions):
     register_envs()
-    env = gem.make("envscaler_non_conv_env", envs_path=str(files["envs_dict"]),
-                   scenarios_path=str(files["rl"]), pool_size=2)
+    env = gem.make(
+        "envscaler_non_conv_env", envs_path=str(files["envs_dict"]), scenarios_path=str(files["rl"]), pool_size=2
+    )
     try:
         obs, info = env.reset(task_index=task_index)
         rewards = [env.step(action)[1] for action in actions]

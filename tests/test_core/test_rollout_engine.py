@@ -1,4 +1,5 @@
 """The shared rollout engine against the scripted server and the sandboxed fixture env."""
+
 from __future__ import annotations
 
 import asyncio
@@ -10,8 +11,7 @@ from envscaler_core.artifacts import ChecklistItem
 from envscaler_core.llm import ResponseCache
 from envscaler_core.rollout import RolloutSettings, episode_tasks, run_episodes
 from envscaler_core.testing.scripted_server import Reply
-from tests.test_interact_with_env.helpers import (CHECKOUT_PLAN, RETURN_PLAN, engine_for, fixture_inputs,
-                                                   planned)
+from tests.test_interact_with_env.helpers import CHECKOUT_PLAN, RETURN_PLAN, engine_for, fixture_inputs, planned
 
 ENVS, SCENARIOS = fixture_inputs()
 CHECKOUT, RETURN = SCENARIOS
@@ -24,10 +24,13 @@ def run_one(server, settings, scenario=CHECKOUT, **kwargs):
 
 
 def test_fc_episode_survives_malformed_and_unknown_calls(scripted):
-    scripted.policy = planned([
-        Reply.tool_call("get_book", '{"book_id": "B1"'),  # malformed JSON arguments
-        Reply.tool_call("lend_book", {"book_id": "B1"}),  # unknown tool
-        *CHECKOUT_PLAN])
+    scripted.policy = planned(
+        [
+            Reply.tool_call("get_book", '{"book_id": "B1"'),  # malformed JSON arguments
+            Reply.tool_call("lend_book", {"book_id": "B1"}),  # unknown tool
+            *CHECKOUT_PLAN,
+        ]
+    )
     t = run_one(scripted, RolloutSettings())
     assert [s.error_type for s in t.steps] == ["malformed_json", "unknown_tool", None, None]
     assert t.termination == "agent_answered" and "format_error" in t.flags
@@ -42,10 +45,17 @@ def test_fc_episode_survives_malformed_and_unknown_calls(scripted):
 
 
 def test_parallel_calls_run_in_order(scripted):
-    scripted.policy = planned([
-        Reply.tool_calls_([("checkout_book", {"book_id": "B1", "member_id": "M1"}),
-                           ("checkout_book", {"book_id": "B1", "member_id": "M2"})]),
-        Reply.text("done")])
+    scripted.policy = planned(
+        [
+            Reply.tool_calls_(
+                [
+                    ("checkout_book", {"book_id": "B1", "member_id": "M1"}),
+                    ("checkout_book", {"book_id": "B1", "member_id": "M2"}),
+                ]
+            ),
+            Reply.text("done"),
+        ]
+    )
     t = run_one(scripted, RolloutSettings())
     assert [s.observation["success"] for s in t.steps] == [True, False]
     assert "on_loan" in t.steps[1].observation["error"]
@@ -53,11 +63,16 @@ def test_parallel_calls_run_in_order(scripted):
 
 
 def test_text_mode_parses_tool_calls_and_reports_malformed_ones(scripted):
-    scripted.policy = planned([
-        Reply.text('<tool_call>\n{"name": "get_book", "arguments": {"book_id": "B1"</tool_call>'),
-        Reply.text('<think>lend it</think><tool_call>\n{"name": "checkout_book", '
-                   '"arguments": {"book_id": "B1", "member_id": "M1"}}\n</tool_call>'),
-        Reply.text("Task Completed")])
+    scripted.policy = planned(
+        [
+            Reply.text('<tool_call>\n{"name": "get_book", "arguments": {"book_id": "B1"</tool_call>'),
+            Reply.text(
+                '<think>lend it</think><tool_call>\n{"name": "checkout_book", '
+                '"arguments": {"book_id": "B1", "member_id": "M1"}}\n</tool_call>'
+            ),
+            Reply.text("Task Completed"),
+        ]
+    )
     t = run_one(scripted, RolloutSettings(agent_mode="text"))
     request = scripted.completion_requests[0]
     assert "tools" not in request and "<tools>" in request["messages"][0]["content"]
@@ -73,9 +88,12 @@ def test_text_mode_parses_tool_calls_and_reports_malformed_ones(scripted):
 def test_user_mode_conversation_until_stop(scripted):
     scripted.policy = planned(
         [Reply.text("Which book and member?"), *CHECKOUT_PLAN[1:], Reply.text("Anything else?")],
-        [Reply.text("# Thought: start\n# Reply: I want to borrow a book."),
-         Reply.text("# Thought: details\n# Reply: Book B1 for member M1."),
-         Reply.text("# Thought: done\n# Reply: ###STOP###")])
+        [
+            Reply.text("# Thought: start\n# Reply: I want to borrow a book."),
+            Reply.text("# Thought: details\n# Reply: Book B1 for member M1."),
+            Reply.text("# Thought: done\n# Reply: ###STOP###"),
+        ],
+    )
     t = run_one(scripted, RolloutSettings(mode="user"))
     assert t.termination == "user_stop" and t.flags == []
     assert t.messages[1] == {"role": "user", "content": "I want to borrow a book."}
@@ -88,9 +106,10 @@ def test_user_mode_conversation_until_stop(scripted):
 
 
 def test_empty_user_turn_is_flagged(scripted):
-    scripted.policy = planned([Reply.text("How can I help?")],
-                              [Reply.text("# Thought: hi\n# Reply: Lend B1 to M1"),
-                               Reply.text("# Thought: nothing to say\n# Reply:")])
+    scripted.policy = planned(
+        [Reply.text("How can I help?")],
+        [Reply.text("# Thought: hi\n# Reply: Lend B1 to M1"), Reply.text("# Thought: nothing to say\n# Reply:")],
+    )
     t = run_one(scripted, RolloutSettings(mode="user"))
     assert t.termination == "user_empty" and "empty_user_turn" in t.flags
     user_requests = [r for r in scripted.completion_requests if "playing a real person" in r["messages"][0]["content"]]
@@ -98,8 +117,10 @@ def test_empty_user_turn_is_flagged(scripted):
 
 
 def test_stop_before_the_state_change_is_flagged(scripted):
-    scripted.policy = planned([Reply.tool_call("get_book", {"book_id": "B1"}), Reply.text("Shall I lend it?")],
-                              [Reply.text("# Reply: Lend B1 to M1"), Reply.text("###STOP###")])
+    scripted.policy = planned(
+        [Reply.tool_call("get_book", {"book_id": "B1"}), Reply.text("Shall I lend it?")],
+        [Reply.text("# Reply: Lend B1 to M1"), Reply.text("###STOP###")],
+    )
     t = run_one(scripted, RolloutSettings(mode="user"))
     assert t.termination == "user_stop" and "premature_stop" in t.flags
     assert t.reward.final == 0.0
@@ -112,8 +133,14 @@ def test_max_steps_ends_the_episode(scripted):
 
 
 def test_checker_errors_are_recorded_not_silent(scripted):
-    broken = CHECKOUT.model_copy(update={"checklist_with_func": [
-        *CHECKOUT.checklist_with_func, ChecklistItem(check_item="broken", check_func="def check_func(s):\n    return 1/0")]})
+    broken = CHECKOUT.model_copy(
+        update={
+            "checklist_with_func": [
+                *CHECKOUT.checklist_with_func,
+                ChecklistItem(check_item="broken", check_func="def check_func(s):\n    return 1/0"),
+            ]
+        }
+    )
     scripted.policy = planned(CHECKOUT_PLAN)
     t = run_one(scripted, RolloutSettings(), scenario=broken)
     assert [c.status for c in t.reward.checks] == ["true", "true", "error"]
@@ -158,9 +185,11 @@ def _json_turn(obj) -> Reply:
     return Reply.text(json.dumps(obj))
 
 
-CONSTRAINED_CHECKOUT = [_json_turn({"name": "get_book", "arguments": {"book_id": "B1"}}),
-                        _json_turn({"name": "checkout_book", "arguments": {"book_id": "B1", "member_id": "M1"}}),
-                        _json_turn({"final_answer": "Task Completed: B1 lent to M1."})]
+CONSTRAINED_CHECKOUT = [
+    _json_turn({"name": "get_book", "arguments": {"book_id": "B1"}}),
+    _json_turn({"name": "checkout_book", "arguments": {"book_id": "B1", "member_id": "M1"}}),
+    _json_turn({"final_answer": "Task Completed: B1 lent to M1."}),
+]
 
 
 @pytest.mark.parametrize("agent_mode", ["fc", "text"])
@@ -183,6 +212,7 @@ def test_schema_constrained_agent_acts_in_both_modes(scripted, agent_mode):
 
 def test_an_empty_turn_under_the_schema_is_an_endpoint_failure_not_an_episode(scripted):
     from envscaler_core.llm import EmptyResponseError
+
     scripted.policy = lambda request: Reply.text("")
     with pytest.raises(EmptyResponseError):
         run_one(scripted, RolloutSettings(), schema_turns=True, max_retries=1, backoff_base_s=0.01)
@@ -191,13 +221,19 @@ def test_an_empty_turn_under_the_schema_is_an_endpoint_failure_not_an_episode(sc
 def test_schema_constrained_user_replies_or_stops(scripted):
     scripted.policy = planned(
         [_json_turn({"final_answer": "Which book and member?"}), *CONSTRAINED_CHECKOUT[1:]],
-        [_json_turn({"reply": "I want to borrow a book."}), _json_turn({"reply": "Book B1 for member M1."}),
-         _json_turn({"reply": "###STOP###"})])
+        [
+            _json_turn({"reply": "I want to borrow a book."}),
+            _json_turn({"reply": "Book B1 for member M1."}),
+            _json_turn({"reply": "###STOP###"}),
+        ],
+    )
     t = run_one(scripted, RolloutSettings(mode="user"), schema_turns=True)
     user_requests = [r for r in scripted.completion_requests if "playing a real person" in r["messages"][0]["content"]]
     assert user_requests[0]["response_format"]["json_schema"]["name"] == "user_turn"
     assert [m["content"] for m in t.messages if m["role"] == "user"][:2] == [
-        "I want to borrow a book.", "Book B1 for member M1."]
+        "I want to borrow a book.",
+        "Book B1 for member M1.",
+    ]
     assert t.termination == "user_stop" and t.reward.final == 1.0
 
 
@@ -206,12 +242,15 @@ def test_a_repeated_call_with_nothing_changed_carries_a_note(scripted, agent_mod
     """The 0.5B agent repeated one failing call until max_steps (demo, 8 of 8 turns). With
     ``repeat_note`` the repeat is answered with the environment's result plus a note, only while
     the state is unchanged; the recorded steps keep the environment's own observations."""
-    scripted.policy = planned([
-        Reply.tool_call("checkout_book", {"book_id": "Dune", "member_id": "M1"}),
-        Reply.tool_call("checkout_book", {"member_id": "M1", "book_id": "Dune"}),  # same call
-        Reply.tool_call("checkout_book", {"book_id": "B1", "member_id": "M1"}),
-        Reply.tool_call("checkout_book", {"book_id": "Dune", "member_id": "M1"}),  # state changed since
-        Reply.text("done")])
+    scripted.policy = planned(
+        [
+            Reply.tool_call("checkout_book", {"book_id": "Dune", "member_id": "M1"}),
+            Reply.tool_call("checkout_book", {"member_id": "M1", "book_id": "Dune"}),  # same call
+            Reply.tool_call("checkout_book", {"book_id": "B1", "member_id": "M1"}),
+            Reply.tool_call("checkout_book", {"book_id": "Dune", "member_id": "M1"}),  # state changed since
+            Reply.text("done"),
+        ]
+    )
     t = run_one(scripted, RolloutSettings(repeat_note=True, agent_mode=agent_mode), progress=False)
     seen = [m["content"] for m in t.messages if m["role"] == "tool" or (m["role"] == "user" and m is not t.messages[1])]
     assert ["already made this exact call" in text for text in seen] == [False, True, False, False]
@@ -289,7 +328,10 @@ def test_the_first_model_call_does_not_wait_for_the_environment_to_open(scripted
         finally:
             loop.close()
     assert order == ["model asked", "env open"]
-    assert t.reward.final == 1.0 and t.reward.progress == [0.0, 1.0]  # the initial state is the one before the first call
+    assert t.reward.final == 1.0 and t.reward.progress == [
+        0.0,
+        1.0,
+    ]  # the initial state is the one before the first call
 
 
 def test_the_reference_replay_starts_before_the_environment_opens(scripted):
@@ -335,8 +377,9 @@ def test_the_reference_replay_starts_before_the_environment_opens(scripted):
     scripted.policy = policy
     task = episode_tasks([CHECKOUT], ENVS, 1)[0]
     with Sandbox(2) as sandbox:
-        engine = RolloutEngine(Envs(sandbox), LLMClient(scripted.config()), RolloutSettings(),
-                               reward_hook=Reward(Spy(sandbox)))
+        engine = RolloutEngine(
+            Envs(sandbox), LLMClient(scripted.config()), RolloutSettings(), reward_hook=Reward(Spy(sandbox))
+        )
         t = asyncio.run(engine.run_episode(task))
 
         async def by_hand():

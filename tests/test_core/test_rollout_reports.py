@@ -1,4 +1,5 @@
 """Rollout reports (pass^k over samples, rates) and SFT filters on hand-made trajectories."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,21 +10,43 @@ from envscaler_core.rollout import FilterSettings, build_report, filter_reasons,
 pytestmark = pytest.mark.unit
 
 
-def traj(scenario: str, sample: int, passed: bool, *, env="e1", steps=(), termination="agent_answered",
-         flags=(), mode="task", assistant_turns=4, last="Task Completed"):
+def traj(
+    scenario: str,
+    sample: int,
+    passed: bool,
+    *,
+    env="e1",
+    steps=(),
+    termination="agent_answered",
+    flags=(),
+    mode="task",
+    assistant_turns=4,
+    last="Task Completed",
+):
     checks = [CheckOutcome(status="true"), CheckOutcome(status="true" if passed else "false")]
     messages = [{"role": "user", "content": "t"}] + [{"role": "assistant", "content": "x"}] * (assistant_turns - 1)
     messages.append({"role": "assistant", "content": last})
-    return Trajectory(id=f"{scenario}#{sample}", scenario_id=scenario, env_id=env, sample=sample, mode=mode,
-                      reward=RewardBreakdown(final=1.0 if passed else 0.5, checks=checks),
-                      steps=[StepRecord(index=i, name="t", error_type=e) for i, e in enumerate(steps)],
-                      termination=termination, flags=list(flags), messages=messages)
+    return Trajectory(
+        id=f"{scenario}#{sample}",
+        scenario_id=scenario,
+        env_id=env,
+        sample=sample,
+        mode=mode,
+        reward=RewardBreakdown(final=1.0 if passed else 0.5, checks=checks),
+        steps=[StepRecord(index=i, name="t", error_type=e) for i, e in enumerate(steps)],
+        termination=termination,
+        flags=list(flags),
+        messages=messages,
+    )
 
 
 def test_pass_hat_k_on_known_counts():
     # scenario a: 4/4 successes, b: 2/4, c: 0/4
-    trajs = [traj("a", i, True) for i in range(4)] + [traj("b", i, i < 2) for i in range(4)] + \
-            [traj("c", i, False, env="e2") for i in range(4)]
+    trajs = (
+        [traj("a", i, True) for i in range(4)]
+        + [traj("b", i, i < 2) for i in range(4)]
+        + [traj("c", i, False, env="e2") for i in range(4)]
+    )
     report = build_report(trajs)
     overall = report["overall"]
     assert overall["pass_hat_k"]["1"] == pytest.approx((1 + 0.5 + 0) / 3, abs=1e-4)
@@ -35,8 +58,10 @@ def test_pass_hat_k_on_known_counts():
 
 
 def test_rates_terminations_and_table():
-    trajs = [traj("a", 0, True, steps=[None, "unknown_tool", "malformed_json", None]),
-             traj("a", 1, False, termination="max_steps", flags=["format_error"])]
+    trajs = [
+        traj("a", 0, True, steps=[None, "unknown_tool", "malformed_json", None]),
+        traj("a", 1, False, termination="max_steps", flags=["format_error"]),
+    ]
     overall = build_report(trajs)["overall"]
     assert overall["tool_error_rate"] == 0.5 and overall["format_error_rate"] == 0.25
     assert overall["terminations"] == {"agent_answered": 1, "max_steps": 1}
@@ -60,8 +85,9 @@ def test_sft_filters():
 
 
 def _failing_step(index: int, **arguments) -> StepRecord:
-    return StepRecord(index=index, name="create_member", arguments=arguments,
-                      observation={"success": False, "error": "member exists"})
+    return StepRecord(
+        index=index, name="create_member", arguments=arguments, observation={"success": False, "error": "member exists"}
+    )
 
 
 def test_a_repeated_failing_call_drops_the_episode_and_bounds_are_settings():

@@ -16,6 +16,7 @@ def _work_factory(calls, fail_on=()):
         if payload in fail_on:
             raise RuntimeError(f"boom {payload}")
         return SourceTask(id=f"out-{payload}", task=payload)
+
     return work
 
 

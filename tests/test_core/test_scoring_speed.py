@@ -1,4 +1,5 @@
 """Scoring does each checker run once: concurrent samples share one run per state."""
+
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -11,8 +12,10 @@ from envscaler_core.scoring import Scorer
 
 pytestmark = pytest.mark.unit
 
-CHECKLIST = [ChecklistItem(check_item="count is 2", check_func="def check_func(s):\n    return s['count'] == 2"),
-             ChecklistItem(check_item="count grew", check_func="def check_func(s, i):\n    return s['count'] > i['count']")]
+CHECKLIST = [
+    ChecklistItem(check_item="count is 2", check_func="def check_func(s):\n    return s['count'] == 2"),
+    ChecklistItem(check_item="count grew", check_func="def check_func(s, i):\n    return s['count'] > i['count']"),
+]
 INITIAL, FINAL = {"count": 1}, {"count": 2}
 
 
@@ -62,8 +65,11 @@ def test_a_failed_run_fails_every_waiter_and_is_not_cached():
 
 
 def test_progress_is_unchanged_and_hashes_states_once():
-    steps = [StepRecord(index=0, name="look"), StepRecord(index=1, name="bump", state_diff=[
-        {"op": "replace", "path": "/count", "value": 2}]), StepRecord(index=2, name="look again")]
+    steps = [
+        StepRecord(index=0, name="look"),
+        StepRecord(index=1, name="bump", state_diff=[{"op": "replace", "path": "/count", "value": 2}]),
+        StepRecord(index=2, name="look again"),
+    ]
     initial = {"count": 1}
     scorer = Scorer(CountingSandbox(delay=0))
     shares = scorer.progress(CHECKLIST, initial, steps)
@@ -91,8 +97,15 @@ def test_prepare_replays_a_scenario_reference_once_and_the_score_reuses_it():
             return Replay(initial_state=state, final_state=FINAL, final_hash=state_hash(FINAL))
 
     env = EnvSpec(id="e", env_class_name="C", env_class_code="class C: pass", status="accepted")
-    scenario = Scenario(id="s", env_id="e", env_class_name="C", init_config=INITIAL, task="count to 2",
-                        checklist_with_func=CHECKLIST, reference_solution=[ToolCall(name="bump", arguments={})])
+    scenario = Scenario(
+        id="s",
+        env_id="e",
+        env_class_name="C",
+        init_config=INITIAL,
+        task="count to 2",
+        checklist_with_func=CHECKLIST,
+        reference_solution=[ToolCall(name="bump", arguments={})],
+    )
     sandbox = ReplayingSandbox()
     scorer = Scorer(sandbox)
     first = scorer.prepare(env, scenario)
@@ -128,10 +141,13 @@ def test_a_first_score_checks_the_states_it_passed_through_side_by_side():
                     self.in_flight -= 1
 
     env = EnvSpec(id="e", env_class_name="C", env_class_code="class C: pass", status="accepted")
-    scenario = Scenario(id="s", env_id="e", env_class_name="C", init_config=INITIAL, task="count to 2",
-                        checklist_with_func=CHECKLIST)
-    steps = [StepRecord(index=0, name="look"), StepRecord(index=1, name="bump", state_diff=[
-        {"op": "replace", "path": "/count", "value": 2}])]
+    scenario = Scenario(
+        id="s", env_id="e", env_class_name="C", init_config=INITIAL, task="count to 2", checklist_with_func=CHECKLIST
+    )
+    steps = [
+        StepRecord(index=0, name="look"),
+        StepRecord(index=1, name="bump", state_diff=[{"op": "replace", "path": "/count", "value": 2}]),
+    ]
     sandbox = ConcurrentSandbox()
     score = Scorer(sandbox).score(env, scenario, INITIAL, FINAL, steps)
     assert score.reward.final == 1.0 and score.reward.progress == [0.0, 1.0]
@@ -144,10 +160,13 @@ def test_a_score_on_a_closed_sandbox_still_reports_its_checks():
     from envscaler_core.runtime import Sandbox
 
     env = EnvSpec(id="e", env_class_name="C", env_class_code="class C: pass", status="accepted")
-    scenario = Scenario(id="s", env_id="e", env_class_name="C", init_config=INITIAL, task="count to 2",
-                        checklist_with_func=CHECKLIST)
-    steps = [StepRecord(index=0, name="look"),  # the initial state, checked ahead on a live sandbox
-             StepRecord(index=1, name="bump", state_diff=[{"op": "replace", "path": "/count", "value": 2}])]
+    scenario = Scenario(
+        id="s", env_id="e", env_class_name="C", init_config=INITIAL, task="count to 2", checklist_with_func=CHECKLIST
+    )
+    steps = [
+        StepRecord(index=0, name="look"),  # the initial state, checked ahead on a live sandbox
+        StepRecord(index=1, name="bump", state_diff=[{"op": "replace", "path": "/count", "value": 2}]),
+    ]
     sandbox = Sandbox(1)
     sandbox.close()
     score = Scorer(sandbox).score(env, scenario, INITIAL, FINAL, steps)

@@ -1,4 +1,5 @@
 """The scorer's rules on a fake sandbox: final share, checker errors, progress, reference match, flags, cache."""
+
 from __future__ import annotations
 
 import copy
@@ -24,8 +25,9 @@ def steps_to(final: dict, *names: str) -> list[StepRecord]:
     steps, state = [], copy.deepcopy(SHELF_STATE)
     for index, name in enumerate(names):
         after = final if name == "lend_book" else state
-        steps.append(StepRecord(index=index, name=name, state_diff=state_diff(state, after),
-                                state_hash=state_hash(after)))
+        steps.append(
+            StepRecord(index=index, name=name, state_diff=state_diff(state, after), state_hash=state_hash(after))
+        )
         state = after
     return steps
 
@@ -33,8 +35,9 @@ def steps_to(final: dict, *names: str) -> list[StepRecord]:
 def test_the_final_reward_is_the_share_of_true_checkers_and_the_reference_is_matched():
     box = FakeSandbox()
     final = lent_state()
-    score = Scorer(box).score(shelf_env(), shelf_scenario(), SHELF_STATE, final,
-                              steps_to(final, "get_book", "lend_book"), "agent_answered")
+    score = Scorer(box).score(
+        shelf_env(), shelf_scenario(), SHELF_STATE, final, steps_to(final, "get_book", "lend_book"), "agent_answered"
+    )
     assert score.reward.final == 1.0 and [c.status for c in score.reward.checks] == ["true", "true"]
     assert score.reward.progress == [0.5, 1.0]  # the read leaves the title check alone true
     assert score.reward.state_match is True and score.flags == []
@@ -67,10 +70,12 @@ def test_no_reference_solution_leaves_the_state_match_open():
 def test_a_user_stop_before_the_decisive_change_is_a_premature_stop():
     final = lent_state()
     scorer = Scorer(FakeSandbox())
-    early = scorer.score(shelf_env(), shelf_scenario(), SHELF_STATE, SHELF_STATE, steps_to(SHELF_STATE, "get_book"),
-                         "user_stop")
-    late = scorer.score(shelf_env(), shelf_scenario(), SHELF_STATE, final, steps_to(final, "get_book", "lend_book"),
-                        "user_stop")
+    early = scorer.score(
+        shelf_env(), shelf_scenario(), SHELF_STATE, SHELF_STATE, steps_to(SHELF_STATE, "get_book"), "user_stop"
+    )
+    late = scorer.score(
+        shelf_env(), shelf_scenario(), SHELF_STATE, final, steps_to(final, "get_book", "lend_book"), "user_stop"
+    )
     assert "premature_stop" in early.flags and "premature_stop" not in late.flags
 
 

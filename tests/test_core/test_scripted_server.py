@@ -1,4 +1,5 @@
 """The scripted server takes the request ROLL's ``openai`` llm_proxy sends and returns logprobs."""
+
 from __future__ import annotations
 
 from openai import OpenAI
@@ -9,9 +10,17 @@ from envscaler_core.testing import Reply, ScriptedServer
 def roll_proxy_request(client: OpenAI):
     """The call of ROLL's ``OpenAIProxy.generate`` (roll/pipeline/agentic/llm_proxy/openai_proxy.py)."""
     return client.chat.completions.create(
-        model="scripted", messages=[{"role": "user", "content": "hi"}], tools=[], tool_choice="none",
-        temperature=0.99, max_tokens=64, top_p=0.99, logprobs=True, top_logprobs=1,
-        extra_body={"top_k": 100, "chat_template_kwargs": {"enable_thinking": False}})
+        model="scripted",
+        messages=[{"role": "user", "content": "hi"}],
+        tools=[],
+        tool_choice="none",
+        temperature=0.99,
+        max_tokens=64,
+        top_p=0.99,
+        logprobs=True,
+        top_logprobs=1,
+        extra_body={"top_k": 100, "chat_template_kwargs": {"enable_thinking": False}},
+    )
 
 
 def test_accepts_the_roll_proxy_request_and_returns_the_scripted_logprobs():

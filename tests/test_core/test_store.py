@@ -1,4 +1,3 @@
-import json
 import os
 import signal
 import subprocess
@@ -18,8 +17,9 @@ def test_round_trip_every_artifact(tmp_path):
         SourceTask: SourceTask(id="t1", task="Cancel order 7", source="seed"),
         EnvSpec: EnvSpec(id="env_1", env_class_name="X", env_class_code="class X: pass"),
         Scenario: Scenario(id="s1", env_id="env_1", init_config={"a": {"b": 1}}, task="do"),
-        Trajectory: Trajectory(id="s1#0", scenario_id="s1", env_id="env_1",
-                               messages=[{"role": "user", "content": "hi"}]),
+        Trajectory: Trajectory(
+            id="s1#0", scenario_id="s1", env_id="env_1", messages=[{"role": "user", "content": "hi"}]
+        ),
     }
     for model, record in records.items():
         store = JsonlStore(tmp_path / f"{model.__name__}.jsonl", model)

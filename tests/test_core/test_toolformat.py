@@ -1,4 +1,5 @@
 """The text tool-call format: what is rendered parses back to the same calls, results and prompt."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,15 +19,21 @@ from envscaler_core.toolformat import (
 
 pytestmark = pytest.mark.unit
 
-TOOL = {"name": "get_order", "description": "Look up an order.",
-        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}}
-CALLS = [{"name": "get_order", "arguments": {"order_id": "Ä1"}},
-         {"name": "cancel_order", "arguments": {"order_id": "A1", "reason": "mistake"}}]
+TOOL = {
+    "name": "get_order",
+    "description": "Look up an order.",
+    "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}},
+}
+CALLS = [
+    {"name": "get_order", "arguments": {"order_id": "Ä1"}},
+    {"name": "cancel_order", "arguments": {"order_id": "A1", "reason": "mistake"}},
+]
 
 
 def test_call_text_is_qwen3s():
     assert render_call("get_order", {"order_id": "Ä1"}) == (
-        '<tool_call>\n{"name": "get_order", "arguments": {"order_id": "Ä1"}}\n</tool_call>')
+        '<tool_call>\n{"name": "get_order", "arguments": {"order_id": "Ä1"}}\n</tool_call>'
+    )
 
 
 def test_rendered_turn_parses_back():

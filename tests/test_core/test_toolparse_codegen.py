@@ -8,8 +8,10 @@ pytestmark = pytest.mark.unit
 
 
 def test_tags_multiple_calls_and_prose():
-    text = ('Let me look.\n<tool_call>\n{"name": "a", "arguments": {"x": 1}}\n</tool_call>\n'
-            '<tool_call>{"name": "b", "arguments": "{\\"y\\": 2}"}</tool_call>')
+    text = (
+        'Let me look.\n<tool_call>\n{"name": "a", "arguments": {"x": 1}}\n</tool_call>\n'
+        '<tool_call>{"name": "b", "arguments": "{\\"y\\": 2}"}</tool_call>'
+    )
     parsed = parse_text_tool_calls(text)
     assert [(c.name, c.arguments) for c in parsed.calls] == [("a", {"x": 1}), ("b", {"y": 2})]
     assert parsed.content == "Let me look."
@@ -45,8 +47,7 @@ def test_extract_json_variants():
 def test_inline_refs_and_tool_call_schema():
     schema = {"$defs": {"X": {"type": "string"}}, "properties": {"a": {"$ref": "#/$defs/X"}}}
     assert inline_refs(schema) == {"properties": {"a": {"type": "string"}}}
-    tools = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
-             for n in ("a", "b")]
+    tools = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in ("a", "b")]
     assert len(tool_call_schema(tools)["anyOf"]) == 2
     assert tool_call_schema(tools, only="b")["properties"]["name"] == {"const": "b"}
 

@@ -1,4 +1,5 @@
 """Fixtures for the evaluation tests: BFCL ground-truth replay and do-nothing policies."""
+
 from __future__ import annotations
 
 import os
@@ -9,7 +10,6 @@ from envscaler_core.testing import Reply
 
 # tau-bench's tasks import LiteLLM, which otherwise tries to download a price list (no network).
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-
 
 
 @pytest.fixture(autouse=True)

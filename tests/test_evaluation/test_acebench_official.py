@@ -5,6 +5,7 @@ its API classes) and ``eval_main.py`` (its ``model_eval``). Ground truth goes th
 answer-file path (``--results``): replaying ACEBench's ground-truth calls through its runner does
 not reach 1.0 (see VENDOR.md), so the harness is checked by scoring the answers themselves.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,14 +47,38 @@ def test_ground_truth_answer_file_scores_one_with_acebench_model_eval(tmp_path):
     for category, size in SIZES.items():
         out = tmp_path / category
         bad = {f"{category}_2", f"{category}_5"}
-        assert main(["acebench", "--category", category, "--out", str(out),
-                     "--results", str(_answer_file(tmp_path, category, corrupt=bad))]) == 0
+        assert (
+            main(
+                [
+                    "acebench",
+                    "--category",
+                    category,
+                    "--out",
+                    str(out),
+                    "--results",
+                    str(_answer_file(tmp_path, category, corrupt=bad)),
+                ]
+            )
+            == 0
+        )
         overall = json.loads((out / "results.json").read_text())["overall"]
         assert (overall["passed"], overall["failed"], overall["infra_errors"]) == (size - 2, 2, 0)
         failed = {t for t, (c, _) in overall["task_counts"].items() if c == 0}
         assert failed == bad  # positions in ACEBench's score file map back to these ids
-        assert main(["acebench", "--category", category, "--out", str(out / "all"),
-                     "--results", str(_answer_file(tmp_path, category))]) == 0
+        assert (
+            main(
+                [
+                    "acebench",
+                    "--category",
+                    category,
+                    "--out",
+                    str(out / "all"),
+                    "--results",
+                    str(_answer_file(tmp_path, category)),
+                ]
+            )
+            == 0
+        )
         overall = json.loads((out / "all" / "results.json").read_text())["overall"]
         assert overall["passed"] == size and overall["pass_hat_k"][0]["value"] == 1.0
 
@@ -62,8 +87,10 @@ def replay_policy():
     """Agent replays an entry's milestone calls one by one; the multi-turn user states the task."""
     entries = {}
     for category in SIZES:
-        questions = {r["id"]: r["question"] for r in map(json.loads, acebench.data_file(
-            CHECKOUT, category).read_text().splitlines())}
+        questions = {
+            r["id"]: r["question"]
+            for r in map(json.loads, acebench.data_file(CHECKOUT, category).read_text().splitlines())
+        }
         for answer in _answers(category):
             stones = answer["mile_stone"]
             entries[questions[answer["id"]]] = stones[0] if stones and isinstance(stones[0], list) else stones
@@ -105,7 +132,6 @@ def test_do_nothing_scores_zero_through_generate_and_eval(scripted_env, tmp_path
     models = {r["model"] for r in scripted_env.completion_requests}
     assert models == {acebench.DEFAULT_MODEL, acebench.DEFAULT_USER_MODEL}  # agent and multi-turn user
     for category in SIZES:  # ACEBench's own score file says 0
-        score = acebench.score_file(tmp_path / "acebench_work" / "trial_0",
-                                    acebench.DEFAULT_MODEL, category, "en")
+        score = acebench.score_file(tmp_path / "acebench_work" / "trial_0", acebench.DEFAULT_MODEL, category, "en")
         header = json.loads(score.read_text().splitlines()[0])
         assert header["end_to_end_accuracy"] == 0 and header["total_count"] == 3

@@ -1,4 +1,5 @@
 """BFCL multi-turn runner against the scripted server, scored by BFCL's own checker."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,15 @@ from evaluation.bfcl_data import call_to_json, load_tasks, parse_categories
 from evaluation.bfcl_exec import BfclExecutor, score_trial
 
 CATEGORIES = "base,miss_func,miss_param,long_context"
-FAST = ["--set", "llm.agent.max_retries=1", "--set", "llm.agent.backoff_base_s=0.01",
-        "--set", "llm.agent.backoff_max_s=0.02", "--no-cache"]
+FAST = [
+    "--set",
+    "llm.agent.max_retries=1",
+    "--set",
+    "llm.agent.backoff_base_s=0.01",
+    "--set",
+    "llm.agent.backoff_max_s=0.02",
+    "--no-cache",
+]
 
 
 def _run(tmp_path, *extra):
@@ -45,8 +53,7 @@ def test_miss_func_offers_held_out_tool_only_from_its_turn(scripted_env, tmp_pat
     _run(tmp_path, "--categories", "miss_func", "--limit", "1")
     turn, held = next(iter(tasks[0].holdout_tools.items()))
     name = held[0]["function"]["name"]
-    offered = [any(t["function"]["name"] == name for t in r.get("tools", []))
-               for r in scripted_env.completion_requests]
+    offered = [any(t["function"]["name"] == name for t in r.get("tools", [])) for r in scripted_env.completion_requests]
     users = [sum(m["role"] == "user" for m in r["messages"]) for r in scripted_env.completion_requests]
     assert offered == [u > turn for u in users] and any(offered) and not all(offered)
 
@@ -142,8 +149,18 @@ def test_bfcl_evaluate_agrees_with_our_scoring(scripted_env, tmp_path):
     check = results["meta"]["official_check"]
     assert (check["tasks"], check["disagree"]) == (2, [])
     assert check["official_passed"] == results["overall"]["passed"] == 1
-    exported = (tmp_path / "bfcl_official" / "result" / "openbmb_MiniCPM-SALA-FC" / "multi_turn"
-                / "BFCL_v4_multi_turn_base_result.json").read_text().splitlines()
+    exported = (
+        (
+            tmp_path
+            / "bfcl_official"
+            / "result"
+            / "openbmb_MiniCPM-SALA-FC"
+            / "multi_turn"
+            / "BFCL_v4_multi_turn_base_result.json"
+        )
+        .read_text()
+        .splitlines()
+    )
     rows = {json.loads(line)["id"]: json.loads(line)["result"] for line in exported}
     assert rows[tasks[1].id][0] == [[], "No."] and isinstance(rows[tasks[0].id][0][0], list)
 
@@ -174,8 +191,9 @@ def test_text_protocol_replay_scores_one(scripted_env, tmp_path):
         if "<tool_response>" in messages[-1]["content"]:
             return Reply.text("Done.")
         calls = [call_to_json(c, task.all_tools) for c in task.ground_truth[len(users) - 1]]
-        return Reply.text("\n".join(f'<tool_call>{json.dumps({"name": n, "arguments": a})}</tool_call>'
-                                    for n, a in calls))
+        return Reply.text(
+            "\n".join(f"<tool_call>{json.dumps({'name': n, 'arguments': a})}</tool_call>" for n, a in calls)
+        )
 
     scripted_env.policy = policy
     results = _run(tmp_path, "--ids", task.id, "--agent-mode", "text")

@@ -2,6 +2,7 @@
 
 Run with: flock /tmp/envscaler-embedded.lock ...
 """
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,7 @@ def test_embedded_model_on_a_bfcl_task(tmp_path, monkeypatch):
     for var in ("OPENAI_BASE_URL", "ENVSCALER_AGENT_BASE_URL", "ENVSCALER_EMBEDDED_URL"):
         monkeypatch.delenv(var, raising=False)
     # One task at a time: the embedded server has one slot, so its prompt cache then gets reused.
-    assert main(["bfcl", "--ids", SMALL_TASK, "--concurrency", "1", "--out", str(tmp_path),
-                 "--official-check"]) == 0
+    assert main(["bfcl", "--ids", SMALL_TASK, "--concurrency", "1", "--out", str(tmp_path), "--official-check"]) == 0
     results = json.loads((tmp_path / "results.json").read_text())
     overall = results["overall"]
     assert overall["trials"] == 1 and overall["infra_errors"] == 0
@@ -41,8 +41,13 @@ def test_embedded_model_on_a_bfcl_task(tmp_path, monkeypatch):
 
 
 def _embedded_only(monkeypatch):
-    for var in ("OPENAI_BASE_URL", "ENVSCALER_AGENT_BASE_URL", "ENVSCALER_EMBEDDED_URL",
-                "USER_OPENAI_BASE_URL", "ENVSCALER_USER_BASE_URL"):
+    for var in (
+        "OPENAI_BASE_URL",
+        "ENVSCALER_AGENT_BASE_URL",
+        "ENVSCALER_EMBEDDED_URL",
+        "USER_OPENAI_BASE_URL",
+        "ENVSCALER_USER_BASE_URL",
+    ):
         monkeypatch.delenv(var, raising=False)
 
 
@@ -66,16 +71,22 @@ def test_embedded_model_on_a_taubench_task(tmp_path, monkeypatch):
     with ScriptedServer(stating_user) as user:
         monkeypatch.setenv("USER_OPENAI_BASE_URL", user.base_url)
         monkeypatch.setenv("USER_OPENAI_API_KEY", "sk-user")
-        assert main(["taubench", "--domain", "retail", "--task-ids", "0", "--concurrency", "1",
-                     "--out", str(tmp_path)]) == 0
+        assert (
+            main(["taubench", "--domain", "retail", "--task-ids", "0", "--concurrency", "1", "--out", str(tmp_path)])
+            == 0
+        )
     results = json.loads((tmp_path / "results.json").read_text())
     overall = results["overall"]
     assert overall["trials"] == 1 and results["meta"]["agent_endpoint"] == "embedded"
     rows = [r for p in (tmp_path / "taubench_logs").rglob("*.json") for r in json.loads(p.read_text())]
     assert sorted(r["task_id"] for r in rows) == [0]  # tau-bench's own results file
     assert "--user-model-provider hosted_vllm" in (tmp_path / "harness.log").read_text()
-    print("embedded tau-bench:", {k: overall[k] for k in ("passed", "failed", "infra_errors")},
-          overall["infra_error_types"], [(r["task_id"], r["reward"], len(r["traj"])) for r in rows])
+    print(
+        "embedded tau-bench:",
+        {k: overall[k] for k in ("passed", "failed", "infra_errors")},
+        overall["infra_error_types"],
+        [(r["task_id"], r["reward"], len(r["traj"])) for r in rows],
+    )
 
 
 @pytest.mark.embedded

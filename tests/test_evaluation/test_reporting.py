@@ -1,11 +1,12 @@
 """pass^k, intervals, infra errors kept apart, report and compare commands."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from envscaler_core.metrics import bootstrap_ci, pass_hat_k_curve, paired_comparison
+from envscaler_core.metrics import bootstrap_ci, paired_comparison, pass_hat_k_curve
 from evaluation.__main__ import main
 from evaluation.results import TrialRecord, markdown, summarize, task_counts, trial_store
 
@@ -13,9 +14,19 @@ from evaluation.results import TrialRecord, markdown, summarize, task_counts, tr
 def _trials(outcomes: dict[str, str], category: str = "cat", benchmark: str = "demo"):
     """``{"t1": "PPF"}`` -> trials (P pass, F fail, E infra error)."""
     status = {"P": "pass", "F": "fail", "E": "error"}
-    return [TrialRecord(id=f"{task}#{i}", benchmark=benchmark, category=category, task_id=task,
-                        trial=i, status=status[s], reward=float(s == "P"))
-            for task, seq in outcomes.items() for i, s in enumerate(seq)]
+    return [
+        TrialRecord(
+            id=f"{task}#{i}",
+            benchmark=benchmark,
+            category=category,
+            task_id=task,
+            trial=i,
+            status=status[s],
+            reward=float(s == "P"),
+        )
+        for task, seq in outcomes.items()
+        for i, s in enumerate(seq)
+    ]
 
 
 def test_pass_hat_k_curve_on_known_counts():
@@ -95,8 +106,7 @@ def test_report_and_compare_commands(tmp_path, capsys):
     assert results["overall"]["pass_hat_k"][0]["value"] == pytest.approx(10 / 60)
     _write_run(tmp_path / "tuned", tuned)
     _write_run(tmp_path / "noisy", noisy)
-    assert main(["compare", str(tmp_path / "base"), str(tmp_path / "tuned"),
-                 "--out", str(tmp_path / "cmp")]) == 0
+    assert main(["compare", str(tmp_path / "base"), str(tmp_path / "tuned"), "--out", str(tmp_path / "cmp")]) == 0
     report = json.loads((tmp_path / "cmp.json").read_text())
     assert [r["verdict"] for r in report["rows"]] == ["B better", "B better"]
     assert main(["compare", str(tmp_path / "base"), str(tmp_path / "noisy")]) == 0

@@ -6,16 +6,18 @@ plays both sides: the user opens with a reference to its instruction and stops w
 agent either replays the task's ground-truth actions or does nothing. The tasks used expect
 database changes (VENDOR.md lists the 26 test tasks where doing nothing is already correct).
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import re
 
-from envscaler_core.testing import Reply, ScriptedServer
-from evaluation.__main__ import main
 from tau_bench.envs.airline.tasks_test import TASKS as AIRLINE_TASKS
 from tau_bench.envs.retail.tasks_test import TASKS_TEST as RETAIL_TASKS
+
+from envscaler_core.testing import Reply, ScriptedServer
+from evaluation.__main__ import main
 
 TASKS = {"retail": RETAIL_TASKS, "airline": AIRLINE_TASKS}
 USER_PROMPT = "You are a user interacting with an agent."
@@ -52,8 +54,7 @@ def tau_policy(replay: bool):
 
 
 def _run(out, *extra):
-    return main(["taubench", "--domain", "retail,airline", "--out", str(out), "--concurrency", "2",
-                 *extra])
+    return main(["taubench", "--domain", "retail,airline", "--out", str(out), "--concurrency", "2", *extra])
 
 
 def _official_rows(out):
@@ -91,7 +92,8 @@ def test_do_nothing_scores_zero_through_the_official_reward(scripted_env, tmp_pa
         user_calls = len(user.completion_requests)
     assert "--user-model-provider hosted_vllm" in (tmp_path / "harness.log").read_text()
     assert user_calls >= 8 and all(  # 2 warm-ups + opening and stop per task; the agent never asks it
-        r["messages"][0]["content"].startswith(USER_PROMPT) for r in user.completion_requests)
+        r["messages"][0]["content"].startswith(USER_PROMPT) for r in user.completion_requests
+    )
     overall = json.loads((tmp_path / "results.json").read_text())["overall"]
     assert overall["task_counts"] == {f"{d}_{i}": [0, 1] for d in ("airline", "retail") for i in (0, 1)}
     assert overall["pass_hat_k"][0]["value"] == 0.0 and overall["infra_errors"] == 0

@@ -3,17 +3,18 @@
 Policies answer from the request itself (how many assistant turns it already holds), so they
 stay correct when many episodes run concurrently against one scripted server.
 """
+
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Callable, Iterator, Optional, Sequence
 
+from envscaler_core.llm import LLMClient
 from envscaler_core.original_format import load_envs, load_scenarios
 from envscaler_core.rollout import ChecklistReward, RolloutEngine, RolloutSettings, ScenarioEnvs
 from envscaler_core.runtime import Sandbox
 from envscaler_core.scoring import Scorer
-from envscaler_core.llm import LLMClient
 from envscaler_core.testing.scripted_server import Reply
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -36,12 +37,14 @@ def turn_index(request: dict) -> int:
     return sum(m["role"] == "assistant" for m in request["messages"])
 
 
-def planned(agent_plan: Sequence[Reply], user_plan: Sequence[Reply] = (),
-            by_task: Optional[dict[str, Sequence[Reply]]] = None) -> Callable[[dict], Reply]:
+def planned(
+    agent_plan: Sequence[Reply], user_plan: Sequence[Reply] = (), by_task: dict[str, Sequence[Reply]] | None = None
+) -> Callable[[dict], Reply]:
     """A policy replaying ``agent_plan`` / ``user_plan`` turn by turn (the last reply repeats).
 
     ``by_task`` maps a substring of the first user message to its own agent plan.
     """
+
     def policy(request: dict) -> Reply:
         if is_user_request(request):
             plan = user_plan
@@ -49,20 +52,29 @@ def planned(agent_plan: Sequence[Reply], user_plan: Sequence[Reply] = (),
             first = next((m.get("content") or "" for m in request["messages"] if m["role"] == "user"), "")
             plan = next((p for key, p in (by_task or {}).items() if key in first), agent_plan)
         return plan[min(turn_index(request), len(plan) - 1)]
+
     return policy
 
 
-CHECKOUT_PLAN = [Reply.tool_call("get_book", {"book_id": "B1"}),
-                 Reply.tool_call("checkout_book", {"book_id": "B1", "member_id": "M1"}),
-                 Reply.text("Task Completed: B1 lent to M1.")]
+CHECKOUT_PLAN = [
+    Reply.tool_call("get_book", {"book_id": "B1"}),
+    Reply.tool_call("checkout_book", {"book_id": "B1", "member_id": "M1"}),
+    Reply.text("Task Completed: B1 lent to M1."),
+]
 RETURN_PLAN = [Reply.tool_call("return_book", {"book_id": "B2"}), Reply.text("Task Completed")]
 
 
 @contextlib.contextmanager
-def engine_for(server, settings: RolloutSettings, *, progress: bool = True, cache=None,
-               pool_size: int = 2, **config) -> Iterator[RolloutEngine]:
+def engine_for(
+    server, settings: RolloutSettings, *, progress: bool = True, cache=None, pool_size: int = 2, **config
+) -> Iterator[RolloutEngine]:
     """An engine over the fixture env with the scripted server as agent and user endpoint."""
     with Sandbox(pool_size) as sandbox:
         client = LLMClient(server.config(cache=cache is not None, **config), cache=cache)
-        yield RolloutEngine(ScenarioEnvs(sandbox), client, settings, user_client=client,
-                            reward_hook=ChecklistReward(Scorer(sandbox), progress=progress))
+        yield RolloutEngine(
+            ScenarioEnvs(sandbox),
+            client,
+            settings,
+            user_client=client,
+            reward_hook=ChecklistReward(Scorer(sandbox), progress=progress),
+        )

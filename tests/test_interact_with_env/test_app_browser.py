@@ -1,4 +1,5 @@
 """The play demo in headless Chromium (Playwright), with the scripted server as the model."""
+
 from __future__ import annotations
 
 import argparse
@@ -24,8 +25,21 @@ def app_url(scripted_env, tmp_path):
     parser = argparse.ArgumentParser()
     app_cmd.add_arguments(parser)
     port = _free_port()
-    args = parser.parse_args(["--envs", str(ENVS), "--scenarios", str(SCENARIOS), "--port", str(port),
-                              "--out", str(tmp_path), "--no-cache", "--set", "llm.default.max_retries=0"])
+    args = parser.parse_args(
+        [
+            "--envs",
+            str(ENVS),
+            "--scenarios",
+            str(SCENARIOS),
+            "--port",
+            str(port),
+            "--out",
+            str(tmp_path),
+            "--no-cache",
+            "--set",
+            "llm.default.max_retries=0",
+        ]
+    )
     scripted_env.policy = planned(CHECKOUT_PLAN)
     demo, backend, sandbox = app_cmd.launch(args, block=False)
     try:
@@ -39,8 +53,11 @@ def app_url(scripted_env, tmp_path):
 def page():
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
         yield browser.new_page()
         browser.close()
 

@@ -1,4 +1,5 @@
 """``tools``, ``call`` and ``debug``: the commands people use to inspect an environment."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,11 @@ from envscaler_core.testing.scripted_server import Reply
 from interact_with_env.__main__ import main
 from tests.test_interact_with_env.helpers import CHECKOUT_PLAN, ENVS, FIXTURES, SCENARIOS, planned
 
-STATE = {"books": {"B1": {"book_id": "B1", "title": "Dune", "status": "available"}},
-         "members": {"M1": {"name": "Ann"}}, "loans": {}}
+STATE = {
+    "books": {"B1": {"book_id": "B1", "title": "Dune", "status": "available"}},
+    "members": {"M1": {"name": "Ann"}},
+    "loans": {},
+}
 
 
 def test_fixture_env_matches_its_source():
@@ -29,8 +33,23 @@ def test_tools_prints_schemas(envs, capsys):
 def test_call_prints_observation_diff_and_hash(tmp_path, capsys):
     state = tmp_path / "state.json"
     state.write_text(json.dumps(STATE))
-    assert main(["call", "--envs", str(ENVS), "--state", str(state), "--tool", "checkout_book",
-                 "--args", '{"book_id": "B1", "member_id": "M1"}', "--show-state"]) == 0
+    assert (
+        main(
+            [
+                "call",
+                "--envs",
+                str(ENVS),
+                "--state",
+                str(state),
+                "--tool",
+                "checkout_book",
+                "--args",
+                '{"book_id": "B1", "member_id": "M1"}',
+                "--show-state",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["ok"] and out["observation"]["success"] is True
     assert {"op": "replace", "path": "/books/B1/status", "value": "on_loan"} in out["state_diff"]
@@ -43,12 +62,15 @@ def test_call_with_a_bad_tool_call_reports_it_in_the_observation(capsys):
     assert out["error_type"] == "invalid_arguments" and out["state_diff"] == []
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["tools", "--envs", "missing.json"], "not found"),
-    (["tools", "--envs", str(ENVS), "--env-id", "nope"], "unknown env id"),
-    (["call", "--envs", str(ENVS), "--tool", "get_book", "--args", "{bad"], "not valid JSON"),
-    (["call", "--envs", str(ENVS), "--tool", "get_book", "--state", "missing.json"], "not found"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["tools", "--envs", "missing.json"], "not found"),
+        (["tools", "--envs", str(ENVS), "--env-id", "nope"], "unknown env id"),
+        (["call", "--envs", str(ENVS), "--tool", "get_book", "--args", "{bad"], "not valid JSON"),
+        (["call", "--envs", str(ENVS), "--tool", "get_book", "--state", "missing.json"], "not found"),
+    ],
+)
 def test_bad_input_exits_2_with_one_line(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
@@ -57,8 +79,24 @@ def test_bad_input_exits_2_with_one_line(argv, message, capsys):
 
 def test_debug_prints_the_episode_turn_by_turn(scripted_env, tmp_path, capsys):
     scripted_env.policy = planned([Reply.tool_call("lend", {}), *CHECKOUT_PLAN])
-    assert main(["debug", "--envs", str(ENVS), "--scenarios", str(SCENARIOS), "--scenario-id", "library-checkout",
-                 "--out", str(tmp_path), "--set", "llm.default.max_retries=0"]) == 0
+    assert (
+        main(
+            [
+                "debug",
+                "--envs",
+                str(ENVS),
+                "--scenarios",
+                str(SCENARIOS),
+                "--scenario-id",
+                "library-checkout",
+                "--out",
+                str(tmp_path),
+                "--set",
+                "llm.default.max_retries=0",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "step 0: lend [ERROR unknown_tool]" in out
     assert "diff replace /books/B1/status = on_loan" in out

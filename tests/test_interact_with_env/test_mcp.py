@@ -1,4 +1,5 @@
 """``serve-mcp`` with the MCP SDK's own client over stdio: list tools, call one, see the change."""
+
 from __future__ import annotations
 
 import asyncio
@@ -16,9 +17,23 @@ ROOT = Path(__file__).resolve().parents[2]
 
 async def _session_roundtrip() -> dict:
     params = StdioServerParameters(
-        command=sys.executable, cwd=str(ROOT), env={"PYTHONPATH": str(ROOT), "ENVSCALER_NO_PROGRESS": "1"},
-        args=["-m", "interact_with_env", "serve-mcp", "--envs", str(ENVS), "--env-id", "library",
-              "--scenarios", str(SCENARIOS), "--scenario-id", "library-checkout"])
+        command=sys.executable,
+        cwd=str(ROOT),
+        env={"PYTHONPATH": str(ROOT), "ENVSCALER_NO_PROGRESS": "1"},
+        args=[
+            "-m",
+            "interact_with_env",
+            "serve-mcp",
+            "--envs",
+            str(ENVS),
+            "--env-id",
+            "library",
+            "--scenarios",
+            str(SCENARIOS),
+            "--scenario-id",
+            "library-checkout",
+        ],
+    )
     out: dict = {}
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
@@ -29,8 +44,13 @@ async def _session_roundtrip() -> dict:
         after = await session.call_tool("get_book", {"book_id": "B1"})
         bad = await session.call_tool("checkout_book", {"book_id": "B1"})
         state = await session.read_resource("env://state")
-        out.update(before=json.loads(before.content[0].text), lend=lend, after=json.loads(after.content[0].text),
-                   bad=bad, state=json.loads(state.contents[0].text))
+        out.update(
+            before=json.loads(before.content[0].text),
+            lend=lend,
+            after=json.loads(after.content[0].text),
+            bad=bad,
+            state=json.loads(state.contents[0].text),
+        )
     return out
 
 

@@ -1,4 +1,5 @@
 """The play demo's controller (no browser) and the shipped demo data."""
+
 from __future__ import annotations
 
 import asyncio

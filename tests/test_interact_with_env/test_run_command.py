@@ -1,4 +1,5 @@
 """``python -m interact_with_env run|report|filter`` end to end against the scripted server."""
+
 from __future__ import annotations
 
 import json
@@ -13,16 +14,33 @@ FAST = ["--set", "llm.default.max_retries=0", "--set", "llm.default.timeout_s=5"
 
 
 def run_cmd(out, *extra, envs=ENVS, scenarios=SCENARIOS):
-    return main(["run", "--envs", str(envs), "--scenarios", str(scenarios), "--out", str(out),
-                 "--concurrency", "4", *FAST, *extra])
+    return main(
+        [
+            "run",
+            "--envs",
+            str(envs),
+            "--scenarios",
+            str(scenarios),
+            "--out",
+            str(out),
+            "--concurrency",
+            "4",
+            *FAST,
+            *extra,
+        ]
+    )
 
 
 def test_run_writes_trajectories_report_and_manifest(scripted_env, tmp_path, capsys):
     scripted_env.policy = planned(CHECKOUT_PLAN, by_task={"Emma": RETURN_PLAN})
     assert run_cmd(tmp_path, "--samples", "2") == 0
     trajs = JsonlStore(tmp_path / "trajectories.jsonl", Trajectory).read_all()
-    assert sorted(t.id for t in trajs) == ["library-checkout#0", "library-checkout#1",
-                                           "library-return#0", "library-return#1"]
+    assert sorted(t.id for t in trajs) == [
+        "library-checkout#0",
+        "library-checkout#1",
+        "library-return#0",
+        "library-return#1",
+    ]
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["overall"]["pass_hat_k"] == {"1": 1.0, "2": 1.0}
     manifest = json.loads((tmp_path / "manifest.json").read_text())
@@ -46,20 +64,41 @@ def test_resume_reruns_only_failed_episodes(scripted_env, tmp_path):
 
 def test_run_accepts_the_original_release_format(scripted_env, tmp_path):
     scripted_env.policy = planned(CHECKOUT_PLAN, by_task={"Emma": RETURN_PLAN})
-    code = run_cmd(tmp_path, "--agent-mode", "fc", envs=FIXTURES / "original_env_metadata.json",
-                   scenarios=FIXTURES / "original_scenarios.json")
+    code = run_cmd(
+        tmp_path,
+        "--agent-mode",
+        "fc",
+        envs=FIXTURES / "original_env_metadata.json",
+        scenarios=FIXTURES / "original_scenarios.json",
+    )
     assert code == 0
     trajs = JsonlStore(tmp_path / "trajectories.jsonl", Trajectory).read_all()
     assert {t.reward.final for t in trajs} == {1.0} and {t.env_id for t in trajs} == {"library"}
 
 
 def test_bad_input_is_one_line_exit_2(tmp_path, capsys):
-    assert main(["run", "--envs", str(tmp_path / "nope.jsonl"), "--scenarios", str(SCENARIOS),
-                 "--out", str(tmp_path)]) == 2
+    assert (
+        main(["run", "--envs", str(tmp_path / "nope.jsonl"), "--scenarios", str(SCENARIOS), "--out", str(tmp_path)])
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and "not found" in err and len(err.splitlines()) == 1
-    assert main(["run", "--envs", str(ENVS), "--scenarios", str(SCENARIOS), "--out", str(tmp_path),
-                 "--scenario-id", "missing"]) == 2
+    assert (
+        main(
+            [
+                "run",
+                "--envs",
+                str(ENVS),
+                "--scenarios",
+                str(SCENARIOS),
+                "--out",
+                str(tmp_path),
+                "--scenario-id",
+                "missing",
+            ]
+        )
+        == 2
+    )
 
 
 def test_report_and_filter_commands(scripted_env, tmp_path, capsys):
@@ -78,14 +117,44 @@ def test_report_and_filter_commands(scripted_env, tmp_path, capsys):
     # the bounds are config fields: a preset that allows two turns keeps both
     config = tmp_path / "c.yaml"
     config.write_text("interact_with_env:\n  filter:\n    action_bounds: {task: [2, 8]}\n    pass_band: [0, 1]\n")
-    assert main(["filter", "--trajectories", str(traj_file), "--out", str(kept), "--config", str(config),
-                 "--scenarios", str(SCENARIOS), "--rl-out", str(tmp_path / "rl.jsonl")]) == 0
+    assert (
+        main(
+            [
+                "filter",
+                "--trajectories",
+                str(traj_file),
+                "--out",
+                str(kept),
+                "--config",
+                str(config),
+                "--scenarios",
+                str(SCENARIOS),
+                "--rl-out",
+                str(tmp_path / "rl.jsonl"),
+            ]
+        )
+        == 0
+    )
     report = json.loads((tmp_path / "sft.report.json").read_text())
     assert report["kept"] == 2 and report["settings"]["action_bounds"]["task"] == [2, 8]
     # both episodes succeeded: no scenario lies strictly inside the pass band
     assert report["rl"]["kept"] == 0 and report["rl"]["always_solved"] == 2
-    assert main(["filter", "--trajectories", str(traj_file), "--out", str(kept), "--config", str(config),
-                 "--set", "filter.min_reward=high"]) == 2
+    assert (
+        main(
+            [
+                "filter",
+                "--trajectories",
+                str(traj_file),
+                "--out",
+                str(kept),
+                "--config",
+                str(config),
+                "--set",
+                "filter.min_reward=high",
+            ]
+        )
+        == 2
+    )
 
 
 def test_interrupted_episode_resumes_from_the_response_cache(scripted_env, tmp_path):
@@ -104,9 +173,14 @@ def test_interrupted_episode_resumes_from_the_response_cache(scripted_env, tmp_p
 
 def test_user_mode_with_text_agent(scripted_env, tmp_path):
     scripted_env.policy = planned(
-        [Reply.text('<tool_call>{"name": "checkout_book", "arguments": {"book_id": "B1", "member_id": "M1"}}'
-                    '</tool_call>'), Reply.text("Done: B1 is lent to M1.")],
-        [Reply.text("# Thought: ask\n# Reply: Please lend B1 to M1."), Reply.text("###STOP###")])
+        [
+            Reply.text(
+                '<tool_call>{"name": "checkout_book", "arguments": {"book_id": "B1", "member_id": "M1"}}</tool_call>'
+            ),
+            Reply.text("Done: B1 is lent to M1."),
+        ],
+        [Reply.text("# Thought: ask\n# Reply: Please lend B1 to M1."), Reply.text("###STOP###")],
+    )
     assert run_cmd(tmp_path, "--scenario-id", "library-checkout", "--mode", "user", "--agent-mode", "text") == 0
     [t] = JsonlStore(tmp_path / "trajectories.jsonl", Trajectory).read_all()
     assert (t.mode, t.agent_mode, t.termination) == ("user", "text", "user_stop")
@@ -124,10 +198,26 @@ def test_filter_keeps_the_rl_scenarios_the_agent_solves_sometimes(scripted_env, 
             if len(first_turns) == 2:
                 return Reply.text("I cannot do that.")
         return checkout(request)
+
     scripted_env.policy = policy
     assert run_cmd(tmp_path, "--samples", "2") == 0
     rl = tmp_path / "rl.jsonl"
-    assert main(["filter", "--trajectories", str(tmp_path / "trajectories.jsonl"), "--out", str(tmp_path / "sft.jsonl"),
-                 "--scenarios", str(SCENARIOS), "--rl-out", str(rl)]) == 0
+    assert (
+        main(
+            [
+                "filter",
+                "--trajectories",
+                str(tmp_path / "trajectories.jsonl"),
+                "--out",
+                str(tmp_path / "sft.jsonl"),
+                "--scenarios",
+                str(SCENARIOS),
+                "--rl-out",
+                str(rl),
+            ]
+        )
+        == 0
+    )
     from envscaler_core.artifacts import Scenario
+
     assert [s.id for s in JsonlStore(rl, Scenario).read_all()] == ["library-checkout"]  # 1/2; return is 2/2

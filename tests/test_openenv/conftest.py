@@ -33,8 +33,9 @@ def _openenv_installed() -> None:
     try:
         import openenv  # noqa: F401 - only whether this venv has it
     except ImportError:
-        pytest.fail("the openenv tier needs the openenv package: make setup-openenv, then make test-openenv",
-                    pytrace=False)
+        pytest.fail(
+            "the openenv tier needs the openenv package: make setup-openenv, then make test-openenv", pytrace=False
+        )
 
 
 def counter_records() -> tuple[EnvSpec, Scenario]:

@@ -35,12 +35,15 @@ def test_the_simulated_user_answers_and_its_stop_ends_the_episode_with_the_rewar
             end = await env.step(call("send_message", {"message": "It is done."}))
             return reset, tools, added, asked, end
 
-    with ScriptedServer(policy=user) as scripted, serving(
-        *data_files,
-        "--mode",
-        "user",
-        env={"USER_OPENAI_BASE_URL": scripted.base_url, "USER_OPENAI_API_KEY": "sk-test", "USER_OPENAI_MODEL": "u"},
-    ) as server:
+    with (
+        ScriptedServer(policy=user) as scripted,
+        serving(
+            *data_files,
+            "--mode",
+            "user",
+            env={"USER_OPENAI_BASE_URL": scripted.base_url, "USER_OPENAI_API_KEY": "sk-test", "USER_OPENAI_MODEL": "u"},
+        ) as server,
+    ):
         reset, tools, added, asked, end = asyncio.run(run(server.url))
     assert reset.observation["request"] == "Please make the counter 3." and reset.observation["mode"] == "user"
     assert {t["name"] for t in tools.observation["tools"]} >= {"add", "done", "send_message"}

@@ -4,6 +4,7 @@ skel_builder requests are answered by its library world (tests.test_skel_builder
 which builds a correct ``LibraryLoanSystem``. This module adds the scenario answers for that
 environment, an agent that replays the reference solution, and a simulated user.
 """
+
 from __future__ import annotations
 
 import copy
@@ -14,25 +15,22 @@ from envscaler_core.testing import Reply
 from envscaler_core.testing.scripted_server import last_user_text, schema_name
 from tests.test_skel_builder.library_world import TEST_STATE, LibraryPolicy
 
-TASK = ("Member M2 (Bo) wants to borrow the book Dune (B1) until 2025-05-01, and the loan L1 of "
-        "Emma (B2) held by member M1 must be closed because the book came back today. Make sure "
-        "both books end up with the right status and that the loan records reflect these changes.")
+TASK = (
+    "Member M2 (Bo) wants to borrow the book Dune (B1) until 2025-05-01, and the loan L1 of "
+    "Emma (B2) held by member M1 must be closed because the book came back today. Make sure "
+    "both books end up with the right status and that the loan records reflect these changes."
+)
 CHECKS = {
-    "Has book B1 been loaned to member M2?":
-        "def check_func(final_state, initial_state):\n"
-        "    return any(l['book_id'] == 'B1' and l['member_id'] == 'M2' for l in final_state['loans'].values())\n",
-    "Has the loan of B1 to M2 been given the due date 2025-05-01?":
-        "def check_func(final_state, initial_state):\n"
-        "    return any(l['book_id'] == 'B1' and l['due_date'] == '2025-05-01' for l in final_state['loans'].values())\n",
-    "Has the status of book B1 been set to on_loan?":
-        "def check_func(final_state, initial_state):\n"
-        "    return final_state['books']['B1']['status'] == 'on_loan'\n",
-    "Has loan L1 been closed?":
-        "def check_func(final_state, initial_state):\n"
-        "    return 'L1' in initial_state['loans'] and 'L1' not in final_state['loans']\n",
-    "Has the status of book B2 been set to available?":
-        "def check_func(final_state, initial_state):\n"
-        "    return final_state['books']['B2']['status'] == 'available'\n",
+    "Has book B1 been loaned to member M2?": "def check_func(final_state, initial_state):\n"
+    "    return any(l['book_id'] == 'B1' and l['member_id'] == 'M2' for l in final_state['loans'].values())\n",
+    "Has the loan of B1 to M2 been given the due date 2025-05-01?": "def check_func(final_state, initial_state):\n"
+    "    return any(l['book_id'] == 'B1' and l['due_date'] == '2025-05-01' for l in final_state['loans'].values())\n",
+    "Has the status of book B1 been set to on_loan?": "def check_func(final_state, initial_state):\n"
+    "    return final_state['books']['B1']['status'] == 'on_loan'\n",
+    "Has loan L1 been closed?": "def check_func(final_state, initial_state):\n"
+    "    return 'L1' in initial_state['loans'] and 'L1' not in final_state['loans']\n",
+    "Has the status of book B2 been set to available?": "def check_func(final_state, initial_state):\n"
+    "    return final_state['books']['B2']['status'] == 'available'\n",
 }
 NEVER = "def check_func(final_state, initial_state):\n    return False\n"
 REFERENCE = [

@@ -1,4 +1,5 @@
 """The demo configuration end to end against the scripted server (and, marked, the real model)."""
+
 from __future__ import annotations
 
 import json
@@ -20,15 +21,21 @@ def _records(path: Path) -> list[dict]:
 
 
 def _run_pipeline(out: Path, env: dict, timeout: int, config: str = "configs/demo.yaml") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipeline", "--config", config,
-                           "--out", str(out)], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline", "--config", config, "--out", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _demo_with_a_lookup(tmp_path: Path) -> str:
     """The demo preset with ``plan_lookups: 1``: the shipped demo gives the 0.5B agent the ids,
     the scripted agent can look them up, so the whole lookup path runs end to end here."""
     import yaml
+
     config = yaml.safe_load((ROOT / "configs" / "demo.yaml").read_text())
     config["scen_generator"]["plan_lookups"] = 1
     path = tmp_path / "demo-lookup.yaml"
@@ -39,8 +46,13 @@ def _demo_with_a_lookup(tmp_path: Path) -> str:
 def test_demo_config_end_to_end_on_the_scripted_server(tmp_path):
     out = tmp_path / "demo"
     with ScriptedServer(PipelineWorld()) as server:
-        env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test",
-               "OPENAI_MODEL": "scripted", "ENVSCALER_NO_PROGRESS": "1"}
+        env = {
+            **os.environ,
+            "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_API_KEY": "sk-test",
+            "OPENAI_MODEL": "scripted",
+            "ENVSCALER_NO_PROGRESS": "1",
+        }
         config = _demo_with_a_lookup(tmp_path)
         proc = _run_pipeline(out, env, timeout=600, config=config)
         calls_first = len(server.completion_requests)
@@ -58,8 +70,12 @@ def test_demo_config_end_to_end_on_the_scripted_server(tmp_path):
         user_mode = _records(out / "rollouts_user" / "trajectories.jsonl")  # half done, see PipelineWorld
         assert user_mode and all(0 < t["reward"]["final"] < 1.0 and t["termination"] == "user_stop" for t in user_mode)
         _assert_sft_rows_are_solved_and_pass_the_filter(out, config)
-        assert proc.stdout.split("== EnvScaler pipeline summary")[0].rstrip().splitlines()[-1].startswith(
-            "Rollouts used its own scenarios")
+        assert (
+            proc.stdout.split("== EnvScaler pipeline summary")[0]
+            .rstrip()
+            .splitlines()[-1]
+            .startswith("Rollouts used its own scenarios")
+        )
         summary = json.loads((out / "summary.json").read_text())
         task, user = len(task_mode), len(user_mode)
         assert summary["own_scenarios_used"] and summary["seed"] == 0 and summary["sft_rows"] == task
@@ -95,8 +111,11 @@ def _assert_sft_rows_are_solved_and_pass_the_filter(out: Path, config: str) -> N
     from envscaler_core.rollout import FilterSettings, filter_reasons
 
     settings = FilterSettings(**yaml.safe_load(Path(config).read_text())["interact_with_env"].get("filter", {}))
-    by_key = {(t.id, t.mode): t for mode in ("task", "user")
-              for t in map(Trajectory.model_validate, _records(out / f"rollouts_{mode}" / "trajectories.jsonl"))}
+    by_key = {
+        (t.id, t.mode): t
+        for mode in ("task", "user")
+        for t in map(Trajectory.model_validate, _records(out / f"rollouts_{mode}" / "trajectories.jsonl"))
+    }
     rows = json.loads((out / "sft" / "envscaler_sft_sharegpt.json").read_text())
     assert rows, "the solved task-mode episodes are kept"
     for row in rows:
@@ -107,8 +126,13 @@ def _assert_sft_rows_are_solved_and_pass_the_filter(out: Path, config: str) -> N
 
 def _yield_report(run: Path) -> dict:
     """bench/yield_report.py over a finished run (it reads artifacts only)."""
-    proc = subprocess.run([sys.executable, "bench/yield_report.py", "--run", str(run),
-                           "--json", str(run / "yield.json")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "bench/yield_report.py", "--run", str(run), "--json", str(run / "yield.json")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0 and "yield in total" in proc.stdout, proc.stderr[-2000:]
     return json.loads((run / "yield.json").read_text())
 
@@ -116,8 +140,13 @@ def _yield_report(run: Path) -> dict:
 def test_demo_falls_back_to_the_bundled_environment_and_says_so(tmp_path):
     out = tmp_path / "demo"
     with ScriptedServer(PipelineWorld(judge_rejects_all=True)) as server:
-        env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test",
-               "OPENAI_MODEL": "scripted", "ENVSCALER_NO_PROGRESS": "1"}
+        env = {
+            **os.environ,
+            "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_API_KEY": "sk-test",
+            "OPENAI_MODEL": "scripted",
+            "ENVSCALER_NO_PROGRESS": "1",
+        }
         proc = _run_pipeline(out, env, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "NOTE: No synthesized environment passed inspection" in proc.stdout
@@ -138,7 +167,11 @@ def test_demo_on_the_embedded_model_completes_and_reports_honestly(tmp_path):
     proc = _run_pipeline(out, {**env, "ENVSCALER_NO_PROGRESS": "1"}, timeout=3000)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "EnvScaler pipeline summary" in proc.stdout
-    kept = sum(1 for e in _records(out / "envs.jsonl") if e["status"] == "accepted") if (out / "envs.jsonl").exists() else 0
+    kept = (
+        sum(1 for e in _records(out / "envs.jsonl") if e["status"] == "accepted")
+        if (out / "envs.jsonl").exists()
+        else 0
+    )
     if kept == 0:
         assert "No synthesized environment passed inspection" in proc.stdout
     assert list(out.rglob("trajectories.jsonl")), "rollouts ran (on the kept or the bundled environment)"

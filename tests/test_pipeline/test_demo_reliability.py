@@ -1,4 +1,5 @@
 """bench/demo_reliability.py over the scripted server: fresh runs, one seed each, and their figures."""
+
 from __future__ import annotations
 
 import json
@@ -12,14 +13,21 @@ from tests.test_pipeline.scripted_world import PipelineWorld
 def test_each_run_is_fresh_seeded_and_reported(tmp_path, monkeypatch, capsys):
     bench = bench_module("demo_reliability")
     with ScriptedServer(PipelineWorld()) as server:
-        for key, value in {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test",
-                           "OPENAI_MODEL": "scripted"}.items():
+        for key, value in {
+            "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_API_KEY": "sk-test",
+            "OPENAI_MODEL": "scripted",
+        }.items():
             monkeypatch.setenv(key, value)
         first_seeds, seeded = [], True
         for seeds in ([3], [4], [3]):
             before = len(server.completion_requests)
-            assert bench.main(["--seeds", *map(str, seeds), "--out", str(tmp_path / "r"),
-                               "--json", str(tmp_path / "r.json")]) == 0
+            assert (
+                bench.main(
+                    ["--seeds", *map(str, seeds), "--out", str(tmp_path / "r"), "--json", str(tmp_path / "r.json")]
+                )
+                == 0
+            )
             requests = server.completion_requests[before:]
             first_seeds.append(requests[0]["seed"])
             seeded = seeded and all(isinstance(r.get("seed"), int) for r in requests)

@@ -1,4 +1,5 @@
 """Fixtures of the resilience tests: a scripted server that faults from its first requests on."""
+
 from __future__ import annotations
 
 import pytest

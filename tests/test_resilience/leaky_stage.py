@@ -6,6 +6,7 @@ fast the episodes run and however loaded the machine is. With KIB > 0 every appe
 also keeps KIB KiB alive (a planted leak), so a memory check can prove it notices a leak of that
 size per episode.
 """
+
 import sys
 from pathlib import Path
 
@@ -41,6 +42,7 @@ class Probe:
                 self.episodes += count
                 self.log.write(f"{self.episodes} {_rss_kib()}\n")
             return result
+
         return wrapper
 
 

@@ -13,6 +13,7 @@ spreads it over the episodes in that window.
 ``leak_kb`` makes the run keep that many KiB per written trajectory: the check that the
 measurement sees a leak.
 """
+
 from __future__ import annotations
 
 import time
@@ -46,10 +47,25 @@ class RssProfile:
 
 def rollout_command(out: Path, rss_log: Path, episodes: int, concurrency: int, leak_kb: int = 0) -> list[str]:
     """The subprocess command: ``episodes`` split over the two fixture scenarios."""
-    return ["-m", "tests.test_resilience.leaky_stage", str(leak_kb), str(rss_log),
-            "run", "--envs", str(ENVS), "--scenarios", str(SCENARIOS), "--out", str(out),
-            "--samples", str(episodes // 2), "--concurrency", str(concurrency),
-            "--set", "llm.default.max_retries=0"]
+    return [
+        "-m",
+        "tests.test_resilience.leaky_stage",
+        str(leak_kb),
+        str(rss_log),
+        "run",
+        "--envs",
+        str(ENVS),
+        "--scenarios",
+        str(SCENARIOS),
+        "--out",
+        str(out),
+        "--samples",
+        str(episodes // 2),
+        "--concurrency",
+        str(concurrency),
+        "--set",
+        "llm.default.max_retries=0",
+    ]
 
 
 def rss_by_episode(rss_log: Path) -> dict[int, float]:
@@ -61,8 +77,9 @@ def rss_by_episode(rss_log: Path) -> dict[int, float]:
     return samples
 
 
-def profile_rollout(server, out: Path, episodes: int, concurrency: int = 16, leak_kb: int = 0,
-                    timeout_s: float = 600.0) -> RssProfile:
+def profile_rollout(
+    server, out: Path, episodes: int, concurrency: int = 16, leak_kb: int = 0, timeout_s: float = 600.0
+) -> RssProfile:
     """Runs the rollout to the end and reads its RSS at each episode count."""
     log = out.parent / f"{out.name}.log"
     rss_log = out.parent / f"{out.name}.rss"

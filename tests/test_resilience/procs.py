@@ -1,4 +1,5 @@
 """Stage subprocesses against the scripted server of the test process: start, watch, kill, measure."""
+
 from __future__ import annotations
 
 import os
@@ -6,8 +7,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -15,16 +16,27 @@ ROOT = Path(__file__).resolve().parents[2]
 def stage_env(server) -> dict[str, str]:
     """The environment of a stage subprocess talking to ``server``."""
     env = dict(os.environ)
-    env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-test", OPENAI_MODEL="scripted",
-               ENVSCALER_NO_PROGRESS="1", PYTHONPATH=str(ROOT))
+    env.update(
+        OPENAI_BASE_URL=server.base_url,
+        OPENAI_API_KEY="sk-test",
+        OPENAI_MODEL="scripted",
+        ENVSCALER_NO_PROGRESS="1",
+        PYTHONPATH=str(ROOT),
+    )
     return env
 
 
 def start(command: Sequence[str], server, log: Path) -> subprocess.Popen:
     """Starts ``python COMMAND...`` in the repo root, in its own session; output goes to ``log``."""
     handle = log.open("ab")
-    return subprocess.Popen([sys.executable, *command], cwd=ROOT, env=stage_env(server),
-                            stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, *command],
+        cwd=ROOT,
+        env=stage_env(server),
+        stdout=handle,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def kill_session(session_id: int) -> int:
@@ -82,7 +94,7 @@ def finish(proc: subprocess.Popen, log: Path, timeout_s: float = 120.0) -> int:
     return code
 
 
-def rss_kb(pid: int) -> Optional[int]:
+def rss_kb(pid: int) -> int | None:
     """Resident set size of ``pid`` in KiB (None once it has exited)."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():

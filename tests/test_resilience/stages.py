@@ -5,13 +5,15 @@ subprocess), which scripted policy plays a good model for it, which JSONL file g
 runs, and how to check a finished run directory: every item present exactly once, all of them
 in their expected final state.
 """
+
 from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from envscaler_core.artifacts import EnvDescription, EnvSpec, Scenario, Trajectory
 from envscaler_core.store import JsonlStore
@@ -28,8 +30,7 @@ STATES_PER_ENV = 3
 
 def retries(count: int, timeout_s: float = 5.0) -> list[str]:
     """Flags for ``count`` retries per LLM call with a ``timeout_s`` request timeout."""
-    return [*FAST_RETRIES, "--set", f"llm.default.max_retries={count}",
-            "--set", f"llm.default.timeout_s={timeout_s}"]
+    return [*FAST_RETRIES, "--set", f"llm.default.max_retries={count}", "--set", f"llm.default.timeout_s={timeout_s}"]
 
 
 def read_ids(path: Path, model: Any) -> list[str]:
@@ -91,8 +92,19 @@ SKEL = StageCase("skel_builder", _skel_args, LibraryPolicy, "env_drafts.jsonl", 
 
 # ---------------------------------------------------------------- scen_generator
 def _scen_args(out: Path) -> list[str]:
-    return ["run", "--envs", str(ENVS_FILE), "--out", str(out), "--per-env", str(STATES_PER_ENV),
-            "--set", "sandbox_workers=1", "--set", "checker_timeout_s=1.0"]
+    return [
+        "run",
+        "--envs",
+        str(ENVS_FILE),
+        "--out",
+        str(out),
+        "--per-env",
+        str(STATES_PER_ENV),
+        "--set",
+        "sandbox_workers=1",
+        "--set",
+        "checker_timeout_s=1.0",
+    ]
 
 
 def _scen_env_id() -> str:
@@ -114,8 +126,17 @@ SCEN = StageCase("scen_generator", _scen_args, LibraryModel, "scen_tasks.jsonl",
 
 # ---------------------------------------------------------------- interact_with_env
 def _rollout_args(out: Path) -> list[str]:
-    return ["run", "--envs", str(ENVS), "--scenarios", str(SCENARIOS), "--out", str(out),
-            "--samples", str(EPISODES_PER_SCENARIO)]
+    return [
+        "run",
+        "--envs",
+        str(ENVS),
+        "--scenarios",
+        str(SCENARIOS),
+        "--out",
+        str(out),
+        "--samples",
+        str(EPISODES_PER_SCENARIO),
+    ]
 
 
 def rollout_policy():
@@ -135,8 +156,7 @@ def _rollout_check(out: Path) -> None:
     trajectories = JsonlStore(out / "trajectories.jsonl", Trajectory).read_all()
     ids = [t.id for t in trajectories]
     assert_unique(ids, "trajectories")
-    expected = sorted(f"{s}#{i}" for s in ("library-checkout", "library-return")
-                      for i in range(EPISODES_PER_SCENARIO))
+    expected = sorted(f"{s}#{i}" for s in ("library-checkout", "library-return") for i in range(EPISODES_PER_SCENARIO))
     assert sorted(ids) == expected
     assert {t.reward.final for t in trajectories} == {1.0}
 

@@ -4,6 +4,7 @@ Faults: 429, 500, timeout, malformed JSON, empty content (seeded). With a retry 
 completes with every item exactly once; without one, the items whose calls failed are recorded
 in ``failures.jsonl`` with the reason, and running the stage again retries exactly those.
 """
+
 from __future__ import annotations
 
 import pytest

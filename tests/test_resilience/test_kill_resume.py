@@ -5,6 +5,7 @@ response cache. The restarted run may only ask the server for what is not cached
 exactly ``T - C`` requests (a cached answer asked again, or an item redone from scratch, would
 make it more; a skipped call would leave an item missing).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -30,8 +31,7 @@ def _clean_calls(case, server, tmp_path) -> int:
 
 
 @pytest.mark.parametrize("case", ALL, ids=lambda c: c.name)
-def test_kill_9_then_resume_finishes_every_item_once_without_repeating_cached_calls(
-        case, scripted_env, tmp_path):
+def test_kill_9_then_resume_finishes_every_item_once_without_repeating_cached_calls(case, scripted_env, tmp_path):
     scripted_env.policy = case.policy()
     total = _clean_calls(case, scripted_env, tmp_path)
     out, log = tmp_path / "run", tmp_path / "stage.log"

@@ -1,4 +1,5 @@
 """A rollout run keeps its memory bounded: 1,000 episodes, RSS growth measured at each episode."""
+
 from __future__ import annotations
 
 from envscaler_core.testing import ScriptedServer

@@ -1,5 +1,6 @@
 """kill -9 of a rollout run on Ray (its own local cluster), then a restart on Ray: nothing lost,
 nothing done twice, no cached answer asked again."""
+
 from __future__ import annotations
 
 import time
@@ -29,8 +30,18 @@ def test_kill_9_of_a_ray_rollout_then_resume(scripted_env, tmp_path):
     pytest.importorskip("ray", reason="install requirements-ray.txt (make setup-ray)")
     scripted_env.policy = ROLLOUT.policy()
     out, log = tmp_path / "run", tmp_path / "stage.log"
-    command = ["-m", ROLLOUT.name, *ROLLOUT.args(out), "--concurrency", "4", "--executor", "ray",
-               "--ray-address", "local", *retries(0)]
+    command = [
+        "-m",
+        ROLLOUT.name,
+        *ROLLOUT.args(out),
+        "--concurrency",
+        "4",
+        "--executor",
+        "ray",
+        "--ray-address",
+        "local",
+        *retries(0),
+    ]
     scripted_env.latency_s = 0.1
     driver = start(command, scripted_env, log)
     kill_when(driver, out / ROLLOUT.growing, timeout_s=120)

@@ -1,5 +1,6 @@
 """Each stage's ``run --executor ray`` writes the same records as the local executor; a worker
 that dies on an item costs that item only."""
+
 from __future__ import annotations
 
 import asyncio
@@ -28,8 +29,7 @@ class AnyRecord(BaseModel):
 
 def record_ids(out: Path) -> dict[str, set[str]]:
     """``{file name: ids}`` of every artifact JSONL in a run dir (failures excluded)."""
-    return {p.name: set(read_ids(p, AnyRecord)) for p in sorted(out.glob("*.jsonl"))
-            if p.name != "failures.jsonl"}
+    return {p.name: set(read_ids(p, AnyRecord)) for p in sorted(out.glob("*.jsonl")) if p.name != "failures.jsonl"}
 
 
 @pytest.mark.parametrize("case", ALL, ids=lambda c: c.name)
@@ -46,8 +46,9 @@ def test_ray_executor_writes_the_same_records_as_local(case, ray_cluster, script
 
 
 def test_an_item_that_kills_its_ray_worker_is_recorded_and_the_others_complete(ray_cluster, tmp_path):
-    config = StageConfig(out=tmp_path, executor="ray", concurrency=1,
-                         llm={"pipeline": {"base_url": "http://127.0.0.1:9/v1"}})
+    config = StageConfig(
+        out=tmp_path, executor="ray", concurrency=1, llm={"pipeline": {"base_url": "http://127.0.0.1:9/v1"}}
+    )
     ctx = StageContext("toy", config)
 
     async def work(payload: str) -> SourceTask:

@@ -13,6 +13,7 @@ def shop_paths(tmp_path_factory):
 def _close_sandbox_pool():
     yield
     from envscaler_core.runtime import Sandbox
+
     Sandbox.close_shared()
 
 
@@ -20,4 +21,5 @@ def _close_sandbox_pool():
 def tiny_model():
     """Path of the tiny model built from the embedded GGUF in the training venv."""
     from tests.test_sft.trainenv import tiny_model_dir
+
     return tiny_model_dir()

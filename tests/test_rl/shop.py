@@ -1,4 +1,5 @@
 """A small shop environment with two checked scenarios, written as our JSONL artifacts."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -36,31 +37,57 @@ class ShopOrders:
         return {"success": True, "message": f"order {order_id} cancelled"}
 '''
 
-STATE = {"orders": {"A1": {"order_id": "A1", "status": "pending"},
-                    "B2": {"order_id": "B2", "status": "pending"},
-                    "C3": {"order_id": "C3", "status": "shipped"}}}
+STATE = {
+    "orders": {
+        "A1": {"order_id": "A1", "status": "pending"},
+        "B2": {"order_id": "B2", "status": "pending"},
+        "C3": {"order_id": "C3", "status": "shipped"},
+    }
+}
 
 
 def check(order_id: str, status: str) -> ChecklistItem:
-    return ChecklistItem(check_item=f"{order_id} is {status}", check_func=(
-        f"def check_func(final_state):\n    return final_state['orders']['{order_id}']['status'] == '{status}'"))
+    return ChecklistItem(
+        check_item=f"{order_id} is {status}",
+        check_func=(
+            f"def check_func(final_state):\n    return final_state['orders']['{order_id}']['status'] == '{status}'"
+        ),
+    )
 
 
 def scenarios() -> list[Scenario]:
     return [
-        Scenario(id="cancel-a1", env_id="shop", env_class_name="ShopOrders", init_config=STATE,
-                 task="Cancel order A1.", checklist_with_func=[check("A1", "cancelled"), check("B2", "pending")],
-                 reference_solution=[ToolCall(name="cancel_order", arguments={"order_id": "A1"})],
-                 status="proven"),
-        Scenario(id="cancel-both", env_id="shop", env_class_name="ShopOrders", init_config=STATE,
-                 task="Cancel orders A1 and B2.",
-                 checklist_with_func=[check("A1", "cancelled"), check("B2", "cancelled")], status="proven"),
+        Scenario(
+            id="cancel-a1",
+            env_id="shop",
+            env_class_name="ShopOrders",
+            init_config=STATE,
+            task="Cancel order A1.",
+            checklist_with_func=[check("A1", "cancelled"), check("B2", "pending")],
+            reference_solution=[ToolCall(name="cancel_order", arguments={"order_id": "A1"})],
+            status="proven",
+        ),
+        Scenario(
+            id="cancel-both",
+            env_id="shop",
+            env_class_name="ShopOrders",
+            init_config=STATE,
+            task="Cancel orders A1 and B2.",
+            checklist_with_func=[check("A1", "cancelled"), check("B2", "cancelled")],
+            status="proven",
+        ),
     ]
 
 
 def env() -> EnvSpec:
-    return EnvSpec(id="shop", env_id="shop", environment_introduction="Orders of a small web shop.",
-                   env_class_name="ShopOrders", env_class_code=SHOP_CODE, status="accepted")
+    return EnvSpec(
+        id="shop",
+        env_id="shop",
+        environment_introduction="Orders of a small web shop.",
+        env_class_name="ShopOrders",
+        env_class_code=SHOP_CODE,
+        status="accepted",
+    )
 
 
 def write_fixture(folder: Path) -> dict[str, str]:

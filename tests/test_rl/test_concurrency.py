@@ -6,6 +6,7 @@ while other envs hold every session worker), no call may stall for an acquire ti
 time per episode at K = 32 must stay within 2x of K = 4 (the wall time itself cannot: K = 32 runs
 8x the episodes on 8 session workers).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -24,8 +25,12 @@ CANCEL_A1, CANCEL_BOTH = 0, 1
 # (scenario, actions, per-step rewards with progress on, final reward)
 PLANS = [
     (CANCEL_A1, [call("cancel_order", order_id="A1"), "Task Completed"], [0.5, 0.0], 1.0),
-    (CANCEL_BOTH, [call("cancel_order", order_id="A1"), call("cancel_order", order_id="B2"), "Task Completed"],
-     [0.5, 0.5, 0.0], 1.0),
+    (
+        CANCEL_BOTH,
+        [call("cancel_order", order_id="A1"), call("cancel_order", order_id="B2"), "Task Completed"],
+        [0.5, 0.5, 0.0],
+        1.0,
+    ),
     (CANCEL_BOTH, [call("cancel_order", order_id="A1"), "Task Completed"], [0.5, 0.0], 0.5),
 ]
 
@@ -51,21 +56,31 @@ def drive(env, first_plan: int, out: list, slowest: list, lock=None) -> None:
                 _, reward, terminated, truncated, info = env.step(action)
             slowest.append(time.perf_counter() - started)
             rewards.append(reward)
-        out.append(((first_plan + episode) % len(PLANS), rewards, terminated, info["metrics"]["final_reward"],
-                    list(env.core.trajectory().flags)))
+        out.append(
+            (
+                (first_plan + episode) % len(PLANS),
+                rewards,
+                terminated,
+                info["metrics"]["final_reward"],
+                list(env.core.trajectory().flags),
+            )
+        )
 
 
 def run(shop_paths, k: int, pool: int = POOL, lock=None) -> tuple[float, list, float]:
     register_envs()
-    envs = [gem.make("envscaler_task_env", **shop_paths, pool_size=pool, progress_reward=True,
-                     tool_call_mode="all") for _ in range(k)]
+    envs = [
+        gem.make("envscaler_task_env", **shop_paths, pool_size=pool, progress_reward=True, tool_call_mode="all")
+        for _ in range(k)
+    ]
     scorer = getattr(envs[0].core, "scorer", None)
     if scorer is not None:  # score every run afresh: checkers must really run while sessions are held
         scorer.clear_cache()
     results: list = []
     waits: list[float] = []
-    threads = [threading.Thread(target=drive, args=(env, i, results, waits, lock), daemon=True)
-               for i, env in enumerate(envs)]
+    threads = [
+        threading.Thread(target=drive, args=(env, i, results, waits, lock), daemon=True) for i, env in enumerate(envs)
+    ]
     started = time.perf_counter()
     for thread in threads:
         thread.start()
@@ -100,8 +115,10 @@ def test_32_envs_on_8_workers_finish_with_their_rewards_without_stalls(shop_path
     (wall4, slow4), (wall32, slow32) = timed[4], timed[32]
     per4, per32 = wall4 / (4 * EPISODES), wall32 / (32 * EPISODES)
     with capsys.disabled():
-        print(f"\nK=4: {wall4:.2f}s ({per4:.3f}s/episode, slowest call {slow4:.2f}s); "
-              f"K=32: {wall32:.2f}s ({per32:.3f}s/episode, slowest call {slow32:.2f}s); pool {POOL}")
+        print(
+            f"\nK=4: {wall4:.2f}s ({per4:.3f}s/episode, slowest call {slow4:.2f}s); "
+            f"K=32: {wall32:.2f}s ({per32:.3f}s/episode, slowest call {slow32:.2f}s); pool {POOL}"
+        )
     assert slow32 < STALL_S, f"a call waited {slow32:.1f}s"
     assert per32 <= 2 * per4, f"K=32 takes {per32:.3f}s per episode, K=4 {per4:.3f}s"
 

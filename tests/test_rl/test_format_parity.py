@@ -5,6 +5,7 @@ scenario, the very system prompt (tools block included), write the very call tex
 trained on, and read back the very tool-response text; an RL episode exported to SFT must give
 the same rows again.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -14,8 +15,7 @@ from envscaler_core.rollout import RolloutSettings, episode_tasks
 from rl.episode_env import EpisodeEnv
 from sft.dialogue import to_dialogue
 from sft.formats import to_alpaca
-from tests.test_interact_with_env.helpers import (CHECKOUT_PLAN, ENVS, SCENARIOS, engine_for, fixture_inputs,
-                                                   planned)
+from tests.test_interact_with_env.helpers import CHECKOUT_PLAN, ENVS, SCENARIOS, engine_for, fixture_inputs, planned
 
 
 def _fc_rollout(server, scenario):

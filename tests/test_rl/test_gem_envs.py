@@ -1,4 +1,5 @@
 """The gem.Env environments driven with scripted model outputs (real gem-llm, real sandbox)."""
+
 from __future__ import annotations
 
 import json
@@ -42,8 +43,9 @@ def test_well_formed_episode_earns_the_checklist_reward(task_env):
     obs, info = task_env.reset(seed=3, task_index=CANCEL_A1)
     assert obs == "Cancel order A1." and info["scenario_id"] == "cancel-a1"
     assert "<tools>" in info["system_prompt"] and "cancel_order" in info["system_prompt"]
-    (o1, r1, t1, tr1, i1), (o2, r2, t2, tr2, i2) = play(task_env, [
-        "<think>Cancel it.</think>\n" + call("cancel_order", order_id="A1"), "Task Completed"])
+    (o1, r1, t1, tr1, i1), (o2, r2, t2, tr2, i2) = play(
+        task_env, ["<think>Cancel it.</think>\n" + call("cancel_order", order_id="A1"), "Task Completed"]
+    )
     assert o1.startswith("<tool_response>\n") and json.loads(o1.split("\n")[1])["success"] is True
     assert (r1, t1, tr1) == (0.0, False, False)
     assert (r2, t2, tr2) == (1.0, True, False)
@@ -67,12 +69,15 @@ def test_first_mode_runs_only_the_first_call_and_all_mode_runs_every_call(shop_p
     assert rewards == {"first": 0.5, "all": 1.0}
 
 
-@pytest.mark.parametrize("text, error", [
-    ("<think>I will cancel", "unclosed <think>"),
-    ('<tool_call>{"name": "cancel_order", "arguments": {"order_id": </tool_call>', "could not be parsed"),
-    (call("refund_order", order_id="A1"), "unknown_tool"),
-    (call("cancel_order", order="A1"), "invalid_arguments"),
-])
+@pytest.mark.parametrize(
+    "text, error",
+    [
+        ("<think>I will cancel", "unclosed <think>"),
+        ('<tool_call>{"name": "cancel_order", "arguments": {"order_id": </tool_call>', "could not be parsed"),
+        (call("refund_order", order_id="A1"), "unknown_tool"),
+        (call("cancel_order", order="A1"), "invalid_arguments"),
+    ],
+)
 def test_malformed_outputs_get_error_observations_and_do_not_end(task_env, text, error):
     task_env.reset(task_index=CANCEL_A1)
     obs, reward, terminated, truncated, info = task_env.step(text)
@@ -85,7 +90,7 @@ def test_malformed_outputs_get_error_observations_and_do_not_end(task_env, text,
 def test_answer_without_acting_scores_the_initial_state(task_env):
     task_env.reset(task_index=CANCEL_A1)
     _, reward, terminated, _, _ = task_env.step("Task Completed")
-    assert terminated and reward == 0.5            # "B2 is pending" holds, "A1 cancelled" does not
+    assert terminated and reward == 0.5  # "B2 is pending" holds, "A1 cancelled" does not
     with pytest.raises(RuntimeError, match="reset"):
         task_env.step("again")
 
@@ -99,9 +104,18 @@ def test_same_seed_same_scenario(task_env):
 def test_progress_reward_sums_to_the_final_reward(shop_paths):
     env = make("envscaler_task_env", shop_paths, progress_reward=True, tool_call_mode="all")
     env.reset(task_index=CANCEL_BOTH)
-    rewards = [r for _, r, *_ in play(env, [call("cancel_order", order_id="A1"),
-                                             call("get_order", order_id="B2"),
-                                             call("cancel_order", order_id="B2"), "Task Completed"])]
+    rewards = [
+        r
+        for _, r, *_ in play(
+            env,
+            [
+                call("cancel_order", order_id="A1"),
+                call("get_order", order_id="B2"),
+                call("cancel_order", order_id="B2"),
+                "Task Completed",
+            ],
+        )
+    ]
     assert rewards == [0.5, 0.0, 0.5, 0.0]
     assert sum(rewards) == env.core.final_reward == 1.0
     env.close()
@@ -128,11 +142,14 @@ def user_policy(request):
 
 def test_user_mode_talks_to_the_scripted_user(scripted, shop_paths):
     scripted.policy = user_policy
-    env = make("envscaler_user_env", shop_paths, user_llm={"base_url": scripted.base_url,
-                                                            "api_key": "sk-test", "model": "scripted"})
+    env = make(
+        "envscaler_user_env",
+        shop_paths,
+        user_llm={"base_url": scripted.base_url, "api_key": "sk-test", "model": "scripted"},
+    )
     first, info = env.reset(task_index=CANCEL_A1)
     assert first == "Please cancel my order A1." and info["mode"] == "user"
-    assert "Task Completed" not in info["system_prompt"]    # conversational instructions
+    assert "Task Completed" not in info["system_prompt"]  # conversational instructions
     obs, reward, terminated, *_ = env.step(call("cancel_order", order_id="A1"))
     assert "cancelled" in obs and not terminated and reward == 0.0
     obs, reward, terminated, truncated, info = env.step("<think>done</think>Your order A1 is cancelled.")
@@ -155,7 +172,7 @@ def test_user_env_rejects_task_mode_and_bad_options(shop_paths):
 def test_random_action_is_a_tool_call_of_the_env(task_env):
     task_env.reset(task_index=CANCEL_A1)
     action = task_env.sample_random_action()
-    name = json.loads(action[len("<tool_call>"):-len("</tool_call>")])["name"]
+    name = json.loads(action[len("<tool_call>") : -len("</tool_call>")])["name"]
     assert name in {"get_order", "cancel_order"}
     obs, reward, terminated, truncated, info = task_env.step(action)
     assert obs.startswith("<tool_response>") and not terminated and info["metrics"]["tool_calls"] == 1
@@ -163,8 +180,11 @@ def test_random_action_is_a_tool_call_of_the_env(task_env):
 
 def test_a_user_who_stops_at_once_ends_the_episode_at_reset(scripted, shop_paths):
     scripted.policy = lambda request: Reply.text("# Thought: nothing\n# Reply: Never mind. ###STOP###")
-    env = make("envscaler_user_env", shop_paths, user_llm={"base_url": scripted.base_url,
-                                                            "api_key": "sk-test", "model": "scripted"})
+    env = make(
+        "envscaler_user_env",
+        shop_paths,
+        user_llm={"base_url": scripted.base_url, "api_key": "sk-test", "model": "scripted"},
+    )
     first, info = env.reset(task_index=CANCEL_A1)
     assert "cancel_order" in [t["function"]["name"] for t in info["tools"]]
     assert env.core.episode.termination == "user_stop" and env.core.final_reward == 0.5

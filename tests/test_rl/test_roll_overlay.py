@@ -1,5 +1,6 @@
 """The ROLL overlay's YAML carries the paper's settings (registration into a real ROLL copy and
 ROLL's own env manager on it: tests/test_roll, `make test-roll`)."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,7 @@ from rl.roll_overlay import CONFIG, render_config
 
 
 def overlay(*args):
-    return subprocess.run([sys.executable, "-m", "rl", "roll-overlay", *map(str, args)],
-                          capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "rl", "roll-overlay", *map(str, args)], capture_output=True, text=True)
 
 
 def test_config_has_the_paper_settings():
@@ -48,7 +48,8 @@ def test_config_resolves_with_omegaconf_like_rolls_launcher(tmp_path):
         "from omegaconf import OmegaConf\n"
         "os.environ.update(ENVSCALER_RL_ENVS='/e.jsonl', ENVSCALER_RL_SCENARIOS='/s.jsonl')\n"
         f"cfg = OmegaConf.to_container(OmegaConf.load({str(CONFIG)!r}), resolve=True)\n"
-        "print(json.dumps(cfg))\n")
+        "print(json.dumps(cfg))\n"
+    )
     result = run_train(["-c", script], timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     config = json.loads(result.stdout.strip().splitlines()[-1])

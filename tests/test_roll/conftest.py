@@ -1,4 +1,5 @@
 """Fixtures of the ROLL tier (``make test-roll``, run by ``.venv-roll/bin/python``)."""
+
 from __future__ import annotations
 
 import os
@@ -6,8 +7,8 @@ import time
 
 import pytest
 
-from tests.test_roll import harness
 from tests.test_rl import shop
+from tests.test_roll import harness
 
 SUMMARY: list[str] = []
 

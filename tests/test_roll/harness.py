@@ -5,6 +5,7 @@ The recipe is ROLL's env-manager debug test (``tests/agentic/env_manager/``): a
 ``get_batch`` of ``rollout_batch_size`` trajectories. ROLL's ``tests`` folder is loaded by path:
 trl, latex2sympy2 and TransferQueue install a top-level ``tests`` package that hides it.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -20,7 +21,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 CPU_YAML = Path(__file__).with_name("roll_cpu.yaml")
-OVERLAY_CONFIG_DIR = Path("examples") / "envscaler"     # where `rl roll-overlay` writes its YAML
+OVERLAY_CONFIG_DIR = Path("examples") / "envscaler"  # where `rl roll-overlay` writes its YAML
 CONFIG_UTILS = Path("tests") / "agentic" / "env_manager" / "config_load_utils.py"
 
 
@@ -42,9 +43,26 @@ def load_by_path(name: str, path: Path):
 def roll_overlay(checkout: Path, envs: str, scenarios: str, pretrain: Path) -> subprocess.CompletedProcess:
     """``python -m rl roll-overlay`` on the ROLL copy, as a user runs it."""
     return subprocess.run(
-        [sys.executable, "-m", "rl", "roll-overlay", "--roll", str(checkout), "--envs", envs,
-         "--scenarios", scenarios, "--pretrain", str(pretrain)],
-        cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "rl",
+            "roll-overlay",
+            "--roll",
+            str(checkout),
+            "--envs",
+            envs,
+            "--scenarios",
+            scenarios,
+            "--pretrain",
+            str(pretrain),
+        ],
+        cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def pipeline_config(checkout: Path, base_url: str):
@@ -84,9 +102,16 @@ def run_train_rollouts(config, tokenizer, timeout_s: float = 240) -> list:
     for env_configs in worker_config.env_configs.values():
         for env_config in env_configs.values():
             manager_cls = safe_import_class(env_config["env_manager_cls"])
-            manager = manager_cls(worker_config=worker_config, pipeline_config=config, env_config=env_config,
-                                  tokenizer=tokenizer, generate_scheduler=None, output_queue=queue,
-                                  thread_lock=lock, mode="train")
+            manager = manager_cls(
+                worker_config=worker_config,
+                pipeline_config=config,
+                env_config=env_config,
+                tokenizer=tokenizer,
+                generate_scheduler=None,
+                output_queue=queue,
+                thread_lock=lock,
+                mode="train",
+            )
             manager.update_step(global_step=0)
             managers.append(manager)
 
@@ -103,7 +128,7 @@ def run_train_rollouts(config, tokenizer, timeout_s: float = 240) -> list:
     deadline = time.monotonic() + timeout_s
     try:
         while not ray.wait([pending], timeout=2)[0]:
-            if errors or time.monotonic() > deadline:     # a dead env thread never delivers
+            if errors or time.monotonic() > deadline:  # a dead env thread never delivers
                 pytest.fail(f"no batch (after {timeout_s}s or an env error): {errors!r}")
         batch = ray.get(pending)
     finally:

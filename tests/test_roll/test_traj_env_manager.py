@@ -5,6 +5,7 @@ ROLL); the pipeline config is the overlay's YAML with CPU settings, loaded by RO
 the policy is the scripted server behind ROLL's ``openai`` llm_proxy. The rewards in ROLL's
 rollout batch must be the ones each scripted policy earned on the scenario it was given.
 """
+
 from __future__ import annotations
 
 import threading
@@ -23,13 +24,17 @@ from tests.test_roll.conftest import SUMMARY
 pytestmark = pytest.mark.roll
 
 CANCEL_A1, CANCEL_BOTH = "Cancel order A1.", "Cancel orders A1 and B2."
-SOLUTIONS = {CANCEL_A1: [call("cancel_order", order_id="A1")],
-             CANCEL_BOTH: [call("cancel_order", order_id="A1"), call("cancel_order", order_id="B2")]}
+SOLUTIONS = {
+    CANCEL_A1: [call("cancel_order", order_id="A1")],
+    CANCEL_BOTH: [call("cancel_order", order_id="A1"), call("cancel_order", order_id="B2")],
+}
 DONE = "Task Completed"
 # what each policy earns on each scenario: the share of the checklist its final state passes
-EARNED = {"solver": {CANCEL_A1: 1.0, CANCEL_BOTH: 1.0},
-          "idle": {CANCEL_A1: 0.5, CANCEL_BOTH: 0.0}}     # A1: "B2 is pending" still holds
-GROUP_SEEDS = {0: 102, 1: 105}   # episode seeds 102..107: both scenarios come up
+EARNED = {
+    "solver": {CANCEL_A1: 1.0, CANCEL_BOTH: 1.0},
+    "idle": {CANCEL_A1: 0.5, CANCEL_BOTH: 0.0},
+}  # A1: "B2 is pending" still holds
+GROUP_SEEDS = {0: 102, 1: 105}  # episode seeds 102..107: both scenarios come up
 
 
 def plays(policy: str, task: str) -> list[str]:
@@ -65,25 +70,25 @@ def test_overlay_registers_our_envs_in_rolls_env_package(overlaid_roll, shop_pat
     from gem.envs.registration import ENV_REGISTRY
 
     assert not set(ENV_IDS) & overlaid_roll["before"]
-    assert set(ENV_IDS) <= overlaid_roll["after"]        # registered by ROLL's own import
+    assert set(ENV_IDS) <= overlaid_roll["after"]  # registered by ROLL's own import
     assert {i: ENV_REGISTRY[i].entry_point for i in ENV_IDS} == ENV_IDS
     init = overlaid_roll["checkout"] / "roll" / "pipeline" / "agentic" / "env" / "__init__.py"
-    again = harness.roll_overlay(overlaid_roll["checkout"], shop_paths["envs_path"],
-                                 shop_paths["scenarios_path"], tiny_model)
+    again = harness.roll_overlay(
+        overlaid_roll["checkout"], shop_paths["envs_path"], shop_paths["scenarios_path"], tiny_model
+    )
     assert again.returncode == 0 and "already in" in again.stdout
     assert init.read_text().count(MARKER) == 1
     # no env is built here: the process-wide sandbox pool takes the size of the first env built
 
 
 @pytest.mark.parametrize("policy", ["solver", "idle"])
-def test_trajenvmanager_batch_carries_the_rewards_the_scripted_policy_earned(
-        policy, overlaid_roll, ray_local):
+def test_trajenvmanager_batch_carries_the_rewards_the_scripted_policy_earned(policy, overlaid_roll, ray_local):
     from roll.models.model_providers import default_tokenizer_provider
 
     started = time.monotonic()
     with ScriptedServer() as server:
         config = harness.pipeline_config(overlaid_roll["checkout"], server.base_url)
-        config.async_generation_ratio = 1       # as ROLL's debug test: envs may run one step ahead
+        config.async_generation_ratio = 1  # as ROLL's debug test: envs may run one step ahead
         harness.seed_groups(config.train_env_manager, GROUP_SEEDS)
         tokenizer = default_tokenizer_provider(model_args=config.train_env_manager.model_args)
         server.policy = scripted = ScriptedPolicy(policy, tokenizer)
@@ -100,7 +105,7 @@ def test_trajenvmanager_batch_carries_the_rewards_the_scripted_policy_earned(
         tasks_by_group[rollout.non_tensor_batch["traj_group_id"][0]].add(task)
         earned = EARNED[policy][task]
         replies = [tokenizer.decode(ids) for kind, ids in parts if kind == "response"]
-        assert replies == plays(policy, task)                       # the tokenizer matches the text
+        assert replies == plays(policy, task)  # the tokenizer matches the text
         assert rollout.non_tensor_batch["episode_scores"][0] == pytest.approx(earned)
         assert sum(rollout.non_tensor_batch["step_scores"][0]) == pytest.approx(earned)
         scores = rollout.batch["scores"][0]
@@ -109,14 +114,16 @@ def test_trajenvmanager_batch_carries_the_rewards_the_scripted_policy_earned(
         metrics = rollout.meta_info["metrics"]
         assert metrics["env/EnvScalerTaskTrain/final_reward"] == pytest.approx(earned)
         assert metrics["env/EnvScalerTaskTrain/num_actions"] == len(replies)
-        positions = harness.response_positions(rollout)            # logprobs sit on their tokens
+        positions = harness.response_positions(rollout)  # logprobs sit on their tokens
         expected = [v for text in replies for v in scripted.logprobs[text]]
         got = [rollout.batch["infer_logprobs"][0][p - 1].item() for p in positions]
         assert got == pytest.approx(expected, abs=1e-6)
         rewards.append(earned)
-    assert all(len(tasks) == 1 for tasks in tasks_by_group.values())   # a group shares its scenario
+    assert all(len(tasks) == 1 for tasks in tasks_by_group.values())  # a group shares its scenario
     assert {t for tasks in tasks_by_group.values() for t in tasks} == set(SOLUTIONS)
     request = server.completion_requests[0]
     assert (request["tools"], request["tool_choice"], request["logprobs"]) == ([], "none", True)
-    SUMMARY.append(f"roll tier: policy={policy} episodes={len(batch)} rewards={sorted(rewards)} "
-                   f"requests={len(server.completion_requests)} wall={seconds:.1f}s")
+    SUMMARY.append(
+        f"roll tier: policy={policy} episodes={len(batch)} rewards={sorted(rewards)} "
+        f"requests={len(server.completion_requests)} wall={seconds:.1f}s"
+    )

@@ -1,4 +1,5 @@
 """Fixtures: a sandbox shared by the module, and a scripted policy that plays a good model."""
+
 from __future__ import annotations
 
 import copy
@@ -7,9 +8,9 @@ import re
 
 import pytest
 
+from envscaler_core.runtime import Sandbox
 from envscaler_core.testing import Reply
 from envscaler_core.testing.scripted_server import last_user_text, schema_name
-from envscaler_core.runtime import Sandbox
 
 from .helpers import GOOD, REFERENCE, STATE, TASK
 

@@ -1,4 +1,5 @@
 """A hand-written library scenario and checker sources used across the tests."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,43 +11,48 @@ DATA = Path(__file__).resolve().parents[2] / "scen_generator" / "data"
 ENVS_FILE = DATA / "library_env.jsonl"
 
 STATE = {
-    "books": {"B1": {"book_id": "B1", "title": "Dune", "author": "Frank Herbert", "status": "available"},
-              "B2": {"book_id": "B2", "title": "Emma", "author": "Jane Austen", "status": "on_loan"}},
-    "members": {"M1": {"member_id": "M1", "name": "Ada Park", "max_loans": 3, "fines": 2.5},
-                "M2": {"member_id": "M2", "name": "Bo Lin", "max_loans": 2, "fines": 0.0}},
-    "loans": {"L001": {"loan_id": "L001", "book_id": "B2", "member_id": "M2", "due_date": "2026-12-01",
-                       "returned": False}},
+    "books": {
+        "B1": {"book_id": "B1", "title": "Dune", "author": "Frank Herbert", "status": "available"},
+        "B2": {"book_id": "B2", "title": "Emma", "author": "Jane Austen", "status": "on_loan"},
+    },
+    "members": {
+        "M1": {"member_id": "M1", "name": "Ada Park", "max_loans": 3, "fines": 2.5},
+        "M2": {"member_id": "M2", "name": "Bo Lin", "max_loans": 2, "fines": 0.0},
+    },
+    "loans": {
+        "L001": {"loan_id": "L001", "book_id": "B2", "member_id": "M2", "due_date": "2026-12-01", "returned": False}
+    },
 }
-TASK = ("Member M1 (Ada Park) wants to borrow Dune (B1) until 2026-12-20. She still owes fines, so "
-        "settle her whole balance first, then lend her the book. Also close the open loan of Emma "
-        "for member M2, who brought it back today, so that the book is available again for "
-        "the next reader on the waiting list.")
-REFERENCE = [ToolCall(name="pay_fine", arguments={"member_id": "M1", "amount": 2.5}),
-             ToolCall(name="checkout_book", arguments={"book_id": "B1", "member_id": "M1",
-                                                       "due_date": "2026-12-20"}),
-             ToolCall(name="return_book", arguments={"loan_id": "L001"})]
+TASK = (
+    "Member M1 (Ada Park) wants to borrow Dune (B1) until 2026-12-20. She still owes fines, so "
+    "settle her whole balance first, then lend her the book. Also close the open loan of Emma "
+    "for member M2, who brought it back today, so that the book is available again for "
+    "the next reader on the waiting list."
+)
+REFERENCE = [
+    ToolCall(name="pay_fine", arguments={"member_id": "M1", "amount": 2.5}),
+    ToolCall(name="checkout_book", arguments={"book_id": "B1", "member_id": "M1", "due_date": "2026-12-20"}),
+    ToolCall(name="return_book", arguments={"loan_id": "L001"}),
+]
 
 GOOD = {
-    "Has the fines of M1 been set to 0?":
-        "def check_func(final_state, initial_state):\n"
-        "    return final_state['members']['M1']['fines'] == 0\n",
-    "Has B1 been lent to M1?":
-        "def check_func(final_state, initial_state):\n"
-        "    return any(l['book_id'] == 'B1' and l['member_id'] == 'M1' and not l['returned']\n"
-        "               and l['due_date'] == '2026-12-20' for l in final_state['loans'].values())\n",
-    "Has loan L001 been returned?":
-        "def check_func(final_state):\n"  # the original one-argument form
-        "    return final_state['loans']['L001']['returned'] is True "
-        "and initial_state['loans']['L001']['returned'] is False\n",
+    "Has the fines of M1 been set to 0?": "def check_func(final_state, initial_state):\n"
+    "    return final_state['members']['M1']['fines'] == 0\n",
+    "Has B1 been lent to M1?": "def check_func(final_state, initial_state):\n"
+    "    return any(l['book_id'] == 'B1' and l['member_id'] == 'M1' and not l['returned']\n"
+    "               and l['due_date'] == '2026-12-20' for l in final_state['loans'].values())\n",
+    "Has loan L001 been returned?": "def check_func(final_state):\n"  # the original one-argument form
+    "    return final_state['loans']['L001']['returned'] is True "
+    "and initial_state['loans']['L001']['returned'] is False\n",
 }
 ALWAYS_TRUE = "def check_func(final_state, initial_state):\n    return True\n"
 NEVER_TRUE = "def check_func(final_state, initial_state):\n    return False\n"
 CRASHES = "def check_func(final_state, initial_state):\n    return final_state['members']['M9']['fines'] == 0\n"
-MUTATES = ("def check_func(final_state, initial_state):\n"
-           "    final_state['members']['M1']['fines'] = 0\n    return True\n")
+MUTATES = (
+    "def check_func(final_state, initial_state):\n    final_state['members']['M1']['fines'] = 0\n    return True\n"
+)
 LOOPS = "def check_func(final_state, initial_state):\n    while True:\n        pass\n"
-READS_FILES = ("def check_func(final_state, initial_state):\n"
-               "    return open('/etc/hostname').read() != ''\n")
+READS_FILES = "def check_func(final_state, initial_state):\n    return open('/etc/hostname').read() != ''\n"
 NOT_BOOL = "def check_func(final_state, initial_state):\n    return final_state['members']['M1']['fines']\n"
 
 
@@ -56,7 +62,13 @@ def library_env() -> EnvSpec:
 
 def scenario(checkers: dict[str, str] | None = None, reference=None) -> Scenario:
     checkers = GOOD if checkers is None else checkers
-    return Scenario(id="env_library-task_0", env_id="env_library", env_class_name="LibraryLoanSystem",
-                    init_config=STATE, task=TASK, status="checked",
-                    checklist_with_func=[ChecklistItem(check_item=k, check_func=v) for k, v in checkers.items()],
-                    reference_solution=list(REFERENCE if reference is None else reference))
+    return Scenario(
+        id="env_library-task_0",
+        env_id="env_library",
+        env_class_name="LibraryLoanSystem",
+        init_config=STATE,
+        task=TASK,
+        status="checked",
+        checklist_with_func=[ChecklistItem(check_item=k, check_func=v) for k, v in checkers.items()],
+        reference_solution=list(REFERENCE if reference is None else reference),
+    )

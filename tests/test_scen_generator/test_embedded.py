@@ -4,6 +4,7 @@ Reports honestly: the test passes when the pipeline runs end to end and every st
 with a status and a reason; a proven scenario must replay to reward 1.0 independently.
 Run with: flock /tmp/envscaler-embedded.lock .venv/bin/python -m pytest -m embedded tests/test_scen_generator -s
 """
+
 from __future__ import annotations
 
 import pytest
@@ -21,14 +22,37 @@ from .helpers import ENVS_FILE, library_env
 @pytest.mark.timeout(3600)
 @pytest.mark.parametrize("mode", ["task_first", "plan_first"])
 def test_embedded_model_generates_one_scenario(mode, tmp_path, capsys):
-    assert main(["run", "--envs", str(ENVS_FILE), "--out", str(tmp_path), "--per-env", "1",
-                 "--concurrency", "1", "--set", f"scenario_mode={mode}"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--envs",
+                str(ENVS_FILE),
+                "--out",
+                str(tmp_path),
+                "--per-env",
+                "1",
+                "--concurrency",
+                "1",
+                "--set",
+                f"scenario_mode={mode}",
+            ]
+        )
+        == 0
+    )
     counts = read_json(tmp_path / "manifest.json")["stages"]["scen_generator"]["counts"]
     with capsys.disabled():
         print(f"\nembedded scen_generator ({mode}): proven={counts['proven']} counts={counts}")
-    finished = [s for name in ("scen_states", "scen_tasks", "scen_checked", "scenarios")
-                for s in JsonlStore(tmp_path / f"{name}.jsonl", Scenario).read_all()
-                if s.status in ("dropped", "proven")] if (tmp_path / "scen_states.jsonl").exists() else []
+    finished = (
+        [
+            s
+            for name in ("scen_states", "scen_tasks", "scen_checked", "scenarios")
+            for s in JsonlStore(tmp_path / f"{name}.jsonl", Scenario).read_all()
+            if s.status in ("dropped", "proven")
+        ]
+        if (tmp_path / "scen_states.jsonl").exists()
+        else []
+    )
     assert finished, "the state slot ended nowhere"
     for s in finished:
         assert s.status == "proven" or s.validation.reasons

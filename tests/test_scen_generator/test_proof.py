@@ -1,4 +1,5 @@
 """The proof of the reward against hand-written scenarios (sandbox only, no LLM)."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,8 +8,19 @@ from envscaler_core.artifacts import ToolCall
 from envscaler_core.scoring import Scorer, share_true
 from scen_generator.proof import prove, record_values
 
-from .helpers import (ALWAYS_TRUE, CRASHES, GOOD, LOOPS, MUTATES, NEVER_TRUE, NOT_BOOL, READS_FILES, REFERENCE,
-                      library_env, scenario)
+from .helpers import (
+    ALWAYS_TRUE,
+    CRASHES,
+    GOOD,
+    LOOPS,
+    MUTATES,
+    NEVER_TRUE,
+    NOT_BOOL,
+    READS_FILES,
+    REFERENCE,
+    library_env,
+    scenario,
+)
 
 
 def test_proven_scenario_replays_to_reward_one(sandbox):
@@ -30,15 +42,18 @@ def test_proven_scenario_replays_to_reward_one(sandbox):
     assert [c.reference_value for c in s.checklist_with_func] == [True] * 3
 
 
-@pytest.mark.parametrize("source, kind, text", [
-    (ALWAYS_TRUE, "checker_true_initially", "initial state"),
-    (NEVER_TRUE, "checker_false", "reference"),
-    (CRASHES, "checker_error", "KeyError"),
-    (MUTATES, "checker_error", "mutated"),
-    (LOOPS, "checker_error", "did not return"),
-    (NOT_BOOL, "checker_error", "expected bool"),
-    (READS_FILES, "checker_error", "calls open()"),
-])
+@pytest.mark.parametrize(
+    "source, kind, text",
+    [
+        (ALWAYS_TRUE, "checker_true_initially", "initial state"),
+        (NEVER_TRUE, "checker_false", "reference"),
+        (CRASHES, "checker_error", "KeyError"),
+        (MUTATES, "checker_error", "mutated"),
+        (LOOPS, "checker_error", "did not return"),
+        (NOT_BOOL, "checker_error", "expected bool"),
+        (READS_FILES, "checker_error", "calls open()"),
+    ],
+)
 def test_each_bad_checker_is_caught(sandbox, source, kind, text):
     proof = prove(sandbox, library_env(), scenario({**GOOD, "Has the bad item been done?": source}))
     assert not proof.proven
@@ -51,7 +66,8 @@ def test_weak_checker_is_caught_by_an_argument_mutant(sandbox):
     weak = dict(GOOD)
     weak["Has B1 been lent to M1?"] = (
         "def check_func(final_state, initial_state):\n"
-        "    return any(l['book_id'] == 'B1' for l in final_state['loans'].values())\n")
+        "    return any(l['book_id'] == 'B1' for l in final_state['loans'].values())\n"
+    )
     proof = prove(sandbox, library_env(), scenario(weak))
     assert not proof.proven
     survived = [f.detail for f in proof.failures if f.kind == "mutant_survived"]
@@ -92,5 +108,6 @@ def test_null_reward_bound_records_initial_values(sandbox):
 
 def test_reward_counts_errors_as_zero():
     from envscaler_core.runtime import CheckResult
+
     checks = [CheckResult(index=0, status="true"), CheckResult(index=1, status="error", error="x")]
     assert share_true(checks) == 0.5 and share_true([]) == 0.0

@@ -1,18 +1,18 @@
 """Each step and the whole run against the scripted server, including malformed answers."""
+
 from __future__ import annotations
 
 import json
+
+import pytest
 
 from envscaler_core.artifacts import Scenario
 from envscaler_core.store import JsonlStore, read_json
 from envscaler_core.testing import Reply
 from scen_generator.__main__ import main
 
-import pytest
-
 from .conftest import requests_of
 from .helpers import ENVS_FILE, GOOD, NEVER_TRUE, REFERENCE
-
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -22,8 +22,20 @@ def read(path) -> list[Scenario]:
 
 
 def cli(out, *args) -> int:
-    return main([args[0], "--envs", str(ENVS_FILE), "--out", str(out), *args[1:],
-                 "--set", "sandbox_workers=1", "--set", "checker_timeout_s=1.0"])
+    return main(
+        [
+            args[0],
+            "--envs",
+            str(ENVS_FILE),
+            "--out",
+            str(out),
+            *args[1:],
+            "--set",
+            "sandbox_workers=1",
+            "--set",
+            "checker_timeout_s=1.0",
+        ]
+    )
 
 
 def test_run_end_to_end_then_resume_makes_no_call(model, scripted_env, tmp_path, capsys):
@@ -45,11 +57,21 @@ def test_run_end_to_end_then_resume_makes_no_call(model, scripted_env, tmp_path,
 
 
 def test_states_malformed_wrong_types_and_duplicates(model, scripted_env, tmp_path):
-    answers = iter([Reply.text("Sure! here is {not json"),            # malformed -> re-asked
-                    None,                                               # then good (variant 0)
-                    Reply.json({"books": {}, "members": {"M1": {"member_id": "M1", "name": "x",
-                                "max_loans": "three", "fines": 0}}, "loans": {}})] * 1
-                   + [Reply.json({"books": {}, "members": {}, "loans": {}})] * 3)  # slot 1: wrong, then empty x3
+    answers = iter(
+        [
+            Reply.text("Sure! here is {not json"),  # malformed -> re-asked
+            None,  # then good (variant 0)
+            Reply.json(
+                {
+                    "books": {},
+                    "members": {"M1": {"member_id": "M1", "name": "x", "max_loans": "three", "fines": 0}},
+                    "loans": {},
+                }
+            ),
+        ]
+        * 1
+        + [Reply.json({"books": {}, "members": {}, "loans": {}})] * 3
+    )  # slot 1: wrong, then empty x3
     model.overrides["InitialState"] = lambda r: next(answers, None)
     assert cli(tmp_path, "states", "--per-env", "3", "--concurrency", "1") == 0
     records = {s.id: s for s in read(tmp_path / "scen_states.jsonl")}
@@ -58,14 +80,14 @@ def test_states_malformed_wrong_types_and_duplicates(model, scripted_env, tmp_pa
     assert records["env_library-task_1"].status == "dropped"
     reasons = records["env_library-task_1"].validation.reasons[0]
     assert "every container is empty" in reasons
-    reasks = [r["messages"][-1]["content"] for r in requests_of(scripted_env, "InitialState")
-              if len(r["messages"]) > 1]
+    reasks = [r["messages"][-1]["content"] for r in requests_of(scripted_env, "InitialState") if len(r["messages"]) > 1]
     assert any("max_loans" in m for m in reasks)  # the type error was quoted back to the model
     assert records["env_library-task_2"].status == "state"
 
 
 def test_near_duplicate_state_is_dropped(model, tmp_path):
     from .conftest import varied_state
+
     model.overrides["InitialState"] = lambda r: Reply.json(varied_state(7))
     assert cli(tmp_path, "states", "--per-env", "2", "--concurrency", "1") == 0
     statuses = [s.status for s in read(tmp_path / "scen_states.jsonl")]
@@ -82,6 +104,7 @@ def test_short_task_is_reasked_then_dropped(model, scripted_env, tmp_path):
     def task(request):
         state["n"] += 1
         return Reply.json(short) if state["n"] != 2 else None  # 1st short, 2nd good, then short
+
     model.overrides["TaskDraft"] = task
     assert cli(tmp_path, "tasks", "--concurrency", "1") == 0
     records = read(tmp_path / "scen_tasks.jsonl")
@@ -108,6 +131,7 @@ def test_validate_repairs_a_failing_checker_with_feedback(model, scripted_env, t
         if item in text.split("# Item to check")[-1] and "previous attempt failed" not in text:
             return Reply.text(f"```python\n{NEVER_TRUE}```")
         return None
+
     model.overrides["checker"] = checker
     assert cli(tmp_path, "run", "--per-env", "1") == 0
     s = read(tmp_path / "scenarios.jsonl")[0]
@@ -115,8 +139,9 @@ def test_validate_repairs_a_failing_checker_with_feedback(model, scripted_env, t
     fixed = [a for a in s.validation.repairs if a["fixed"]]
     assert fixed[0]["target"] == "checker 3" and fixed[0]["strategy"] == "feedback"
     assert "returns False on the final state" in fixed[0]["error"]
-    repair_prompt = next(r for r in requests_of(scripted_env, "checker")
-                         if "previous attempt failed" in r["messages"][-1]["content"])
+    repair_prompt = next(
+        r for r in requests_of(scripted_env, "checker") if "previous attempt failed" in r["messages"][-1]["content"]
+    )
     assert "JSON Patch" in repair_prompt["messages"][-1]["content"]
 
 
@@ -126,6 +151,7 @@ def test_validate_repairs_a_wrong_reference_and_drops_when_budget_ends(model, sc
     def reference(request):
         fixed = "previous solution failed" in request["messages"][-1]["content"]
         return None if fixed else Reply.json({"calls": [c.model_dump() for c in wrong]})
+
     model.overrides["ReferenceSolution"] = reference
     assert cli(tmp_path, "run", "--per-env", "1") == 0
     s = read(tmp_path / "scenarios.jsonl")[0]
@@ -160,6 +186,7 @@ def test_bad_input_is_a_user_error(tmp_path, capsys):
 
 def test_state_breaking_a_business_rule_is_resampled_with_the_rule_shown(model, scripted_env, tmp_path):
     from .conftest import varied_state
+
     bad = varied_state(0)
     bad["books"]["B1"]["status"] = "on_loan"  # on loan without an open loan: rule 2
     answers = iter([Reply.json(bad)])
@@ -172,6 +199,7 @@ def test_state_breaking_a_business_rule_is_resampled_with_the_rule_shown(model, 
 
 def test_state_breaking_a_rule_is_kept_with_a_warning_by_default(model, tmp_path):
     from .conftest import varied_state
+
     bad = varied_state(0)
     bad["books"]["B1"]["status"] = "on_loan"
     model.overrides["InitialState"] = lambda r: Reply.json(bad)
@@ -189,6 +217,7 @@ def test_fresh_strategy_draws_new_samples_without_feedback(model, scripted_env, 
             seen["n"] += 1
             return Reply.text(f"```python\n{NEVER_TRUE}```") if seen["n"] == 1 else None
         return None
+
     model.overrides["checker"] = checker
     assert cli(tmp_path, "run", "--per-env", "1", "--set", "repair_strategy=fresh") == 0
     s = read(tmp_path / "scenarios.jsonl")[0]
@@ -201,6 +230,7 @@ def test_fresh_strategy_draws_new_samples_without_feedback(model, scripted_env, 
 
 def test_a_rejected_extra_call_is_dropped_without_asking_the_model(model, scripted_env, tmp_path):
     from envscaler_core.artifacts import ToolCall
+
     extra = REFERENCE + [ToolCall(name="pay_fine", arguments={"member_id": "M2", "amount": 0.0})]
     model.overrides["ReferenceSolution"] = lambda r: Reply.json({"calls": [c.model_dump() for c in extra]})
     assert cli(tmp_path, "run", "--per-env", "1", "--set", "reference_samples=1") == 0

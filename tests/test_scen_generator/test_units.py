@@ -1,4 +1,5 @@
 """Schema from source, state validation, mutants, reference schema, checklist cleaning."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,14 +8,14 @@ from pydantic import ValidationError
 from envscaler_core.llm.schema import model_schema
 from scen_generator.checkers import clean_items
 from scen_generator.mutants import make_mutants
-from scen_generator.reference import reference_model
 from scen_generator.probes import is_query_tool, sample_arguments
+from scen_generator.reference import reference_model
 from scen_generator.state_schema import normalize_state, state_shape
 from scen_generator.states import near_duplicate, rule_violations, similarity, validate_state
 
 from .helpers import DATA, REFERENCE, STATE, library_env
 
-ODD_ENV = '''
+ODD_ENV = """
 from typing import Dict, List, Optional, Literal, TypedDict
 
 class Item(TypedDict):
@@ -30,7 +31,7 @@ class Shop:
         self.log: list[str] = []
         self.counter = 0
         self._private = 1
-'''
+"""
 
 
 @pytest.mark.unit
@@ -49,8 +50,7 @@ def test_library_shape_from_source():
 def test_shape_handles_optional_list_literal_and_rekeys():
     shape = state_shape(ODD_ENV, "Shop")
     assert shape.containers == ["items", "log", "counter"]
-    good = {"items": {"wrong": {"item_id": "I1", "tags": ["x"], "kind": "a", "price": 2}},
-            "log": [], "counter": {}}
+    good = {"items": {"wrong": {"item_id": "I1", "tags": ["x"], "kind": "a", "price": 2}}, "log": [], "counter": {}}
     state = normalize_state(shape, good)
     assert list(state["items"]) == ["I1"] and state["items"]["I1"]["note"] is None
     with pytest.raises(ValidationError):
@@ -70,9 +70,14 @@ def test_shape_rejects_unusable_source():
 def test_state_validation_loads_and_probes_query_tools(sandbox):
     env = library_env()
     assert validate_state(sandbox, env, STATE) == []
-    broken = env.model_copy(update={"env_class_code": env.env_class_code.replace(
-        'return {"success": True, "data": self.books[book_id]}',
-        'return {"success": True, "data": self.books[book_id]["isbn"]}')})
+    broken = env.model_copy(
+        update={
+            "env_class_code": env.env_class_code.replace(
+                'return {"success": True, "data": self.books[book_id]}',
+                'return {"success": True, "data": self.books[book_id]["isbn"]}',
+            )
+        }
+    )
     problems = validate_state(sandbox, broken, STATE)
     assert len(problems) == 1 and problems[0].startswith("get_book(") and "KeyError" in problems[0]
     bad = env.model_copy(update={"env_class_code": "raise RuntimeError('boom')"})
@@ -126,10 +131,14 @@ def test_reference_schema_enumerates_tools(sandbox):
 
 @pytest.mark.unit
 def test_clean_checklist_items():
-    items = ["- Has B1 been lent to M1?", "1. the fines of M1 been cleared.", "", "- Has B1 been lent to M1?",
-             "Is L001 closed"]
-    assert clean_items(items, 10) == ["Has B1 been lent to M1?", "Has the fines of M1 been cleared?",
-                                      "Is L001 closed?"]
+    items = [
+        "- Has B1 been lent to M1?",
+        "1. the fines of M1 been cleared.",
+        "",
+        "- Has B1 been lent to M1?",
+        "Is L001 closed",
+    ]
+    assert clean_items(items, 10) == ["Has B1 been lent to M1?", "Has the fines of M1 been cleared?", "Is L001 closed?"]
     assert len(clean_items(items, 1)) == 1
 
 
@@ -142,11 +151,19 @@ def test_bundled_env_matches_its_source():
 @pytest.mark.unit
 def test_purity_check():
     from envscaler_core.runtime.wire.purity import purity_problems
+
     assert purity_problems("import re\ndef check_func(f, i):\n    return bool(re.match('a', 'a'))\n") == []
-    bad = ("import os\ncounter = 0\ndef check_func(f, i):\n    global counter\n"
-           "    print(f.__class__)\n    return open('x') is None\n")
-    assert purity_problems(bad) == ["calls open()", "calls print()", "declares global counter",
-                                    "imports 'os'", "uses __class__"]
+    bad = (
+        "import os\ncounter = 0\ndef check_func(f, i):\n    global counter\n"
+        "    print(f.__class__)\n    return open('x') is None\n"
+    )
+    assert purity_problems(bad) == [
+        "calls open()",
+        "calls print()",
+        "declares global counter",
+        "imports 'os'",
+        "uses __class__",
+    ]
     assert purity_problems("def (") == []
 
 

@@ -1,4 +1,5 @@
 """sft export: conversion rules, drop reasons, files written, CLI errors (main venv, fast)."""
+
 from __future__ import annotations
 
 import json
@@ -33,12 +34,10 @@ def sharegpt(trajectory):
 
 def test_single_calls_keep_reasoning_and_text():
     row = sharegpt(samples.single_call())
-    assert roles(row) == ["human", "function_call", "observation", "function_call",
-                          "observation", "gpt"]
+    assert roles(row) == ["human", "function_call", "observation", "function_call", "observation", "gpt"]
     first = row["conversations"][1]["value"]
     assert first.startswith("<think>\nI should look it up first.\n</think>\n\n")
-    assert json.loads(first.split("</think>\n\n", 1)[1]) == {
-        "name": "get_order", "arguments": {"order_id": "A1"}}
+    assert json.loads(first.split("</think>\n\n", 1)[1]) == {"name": "get_order", "arguments": {"order_id": "A1"}}
     second = row["conversations"][3]["value"]
     assert second.startswith("Cancelling now.\n<tool_call>") and second.endswith("</tool_call>")
     assert row["conversations"][5]["value"].startswith("<think>\nDone.\n</think>")
@@ -62,22 +61,39 @@ def test_user_mode_trailing_user_turn_is_trimmed():
     assert "###STOP###" not in json.dumps(row["conversations"])
 
 
-@pytest.mark.parametrize("trajectory, reason", list(zip(samples.broken(), [
-    "tool result without a preceding call", "consecutive assistant messages",
-    "unparseable tool-call arguments", "no assistant turn"])))
+@pytest.mark.parametrize(
+    "trajectory, reason",
+    list(
+        zip(
+            samples.broken(),
+            [
+                "tool result without a preceding call",
+                "consecutive assistant messages",
+                "unparseable tool-call arguments",
+                "no assistant turn",
+            ],
+        )
+    ),
+)
 def test_broken_trajectories_are_dropped_with_reason(trajectory, reason):
     with pytest.raises(DropSample, match=reason):
         to_dialogue(trajectory)
 
 
 def test_text_mode_tool_calls_are_parsed():
-    trajectory = samples.trajectory("t-text", [
-        {"role": "user", "content": "Cancel A1"},
-        {"role": "assistant",
-         "content": '<think>look</think>\n<tool_call>{"name": "get_order", '
-                    '"arguments": {"order_id": "A1"}}</tool_call>'},
-        samples.tool("call_0", {"status": "pending"}),
-        {"role": "assistant", "content": "Task Completed"}])
+    trajectory = samples.trajectory(
+        "t-text",
+        [
+            {"role": "user", "content": "Cancel A1"},
+            {
+                "role": "assistant",
+                "content": '<think>look</think>\n<tool_call>{"name": "get_order", '
+                '"arguments": {"order_id": "A1"}}</tool_call>',
+            },
+            samples.tool("call_0", {"status": "pending"}),
+            {"role": "assistant", "content": "Task Completed"},
+        ],
+    )
     trajectory.agent_mode = "text"
     row = sharegpt(trajectory)
     assert roles(row) == ["human", "function_call", "observation", "gpt"]
@@ -101,18 +117,23 @@ def test_alpaca_splits_per_turn_with_history():
     assert len(rows) == 3
     assert [len(r["history"]) for r in rows] == [0, 1, 2]
     assert rows[0]["output"].startswith("<think>\nI should look it up first.\n</think>\n\n<tool_call>\n")
-    assert "<think>" not in rows[2]["history"][0][1]          # history loses reasoning
+    assert "<think>" not in rows[2]["history"][0][1]  # history loses reasoning
     assert rows[1]["instruction"].startswith("<tool_response>\n{")
-    assert rows[1]["output"] == ('Cancelling now.\n<tool_call>\n{"name": "cancel_order", "arguments": '
-                                 '{"order_id": "A1", "reason": "mistake"}}\n</tool_call>')
+    assert rows[1]["output"] == (
+        'Cancelling now.\n<tool_call>\n{"name": "cancel_order", "arguments": '
+        '{"order_id": "A1", "reason": "mistake"}}\n</tool_call>'
+    )
     assert rows[0]["system"] == with_tools(samples.SYSTEM, samples.TOOLS)
     assert rows[0]["system"].startswith(samples.SYSTEM + "\n\n# Tools\n")
 
 
 def run_export(*args):
-    return subprocess.run([sys.executable, "-m", "sft", "export", *map(str, args)],
-                          capture_output=True, text=True, env={"ENVSCALER_NO_PROGRESS": "1",
-                                                               "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [sys.executable, "-m", "sft", "export", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env={"ENVSCALER_NO_PROGRESS": "1", "PATH": "/usr/bin:/bin"},
+    )
 
 
 def test_cli_writes_dataset_info_and_report(tmp_path):
@@ -146,9 +167,16 @@ def test_task_and_user_runs_of_one_scenario_are_all_exported_and_a_repeated_file
     good = samples.good()
     task_file, user_file = tmp_path / "task.jsonl", tmp_path / "user.jsonl"
     samples.write_jsonl(task_file, good)
-    user = [t.model_copy(update={"mode": "user", "termination": "user_stop",
-                                 "messages": t.messages + [{"role": "user", "content": "thanks"}]})
-            for t in good]
+    user = [
+        t.model_copy(
+            update={
+                "mode": "user",
+                "termination": "user_stop",
+                "messages": t.messages + [{"role": "user", "content": "thanks"}],
+            }
+        )
+        for t in good
+    ]
     samples.write_jsonl(user_file, user)
     out = tmp_path / "sft"
     result = run_export("--trajectories", task_file, user_file, task_file, "--out", out, "--min-reward", "0")
@@ -163,11 +191,20 @@ def _failing(tid: str, **update):
 
 def test_the_default_export_keeps_finished_unflagged_episodes_with_reward_1(tmp_path):
     source = tmp_path / "t.jsonl"
-    samples.write_jsonl(source, [samples.single_call(), _failing("t-low", reward=samples.RewardBreakdown(final=0.5)),
-                                 _failing("t-max", termination="max_steps"),
-                                 _failing("t-failed", messages=samples.single_call().messages[:-1] + [
-                                     {"role": "assistant", "content": "Task Failed: no such order"}]),
-                                 _failing("t-flag", flags=["premature_stop"])])
+    samples.write_jsonl(
+        source,
+        [
+            samples.single_call(),
+            _failing("t-low", reward=samples.RewardBreakdown(final=0.5)),
+            _failing("t-max", termination="max_steps"),
+            _failing(
+                "t-failed",
+                messages=samples.single_call().messages[:-1]
+                + [{"role": "assistant", "content": "Task Failed: no such order"}],
+            ),
+            _failing("t-flag", flags=["premature_stop"]),
+        ],
+    )
     result = run_export("--trajectories", source, "--out", tmp_path / "sft")
     assert result.returncode == 0, result.stderr
     rows = json.loads((tmp_path / "sft" / "envscaler_sft_sharegpt.json").read_text())
@@ -175,8 +212,9 @@ def test_the_default_export_keeps_finished_unflagged_episodes_with_reward_1(tmp_
     report = json.loads((tmp_path / "sft" / "envscaler_sft_sharegpt.report.json").read_text())
     assert report["drop_reasons"] == {"low_reward": 1, "incomplete": 2, "flag:premature_stop": 1}
     assert "NOTE: kept" not in result.stdout
-    weaker = run_export("--trajectories", source, "--out", tmp_path / "all", "--min-reward", "0",
-                        "--keep-unfinished", "--keep-flagged")
+    weaker = run_export(
+        "--trajectories", source, "--out", tmp_path / "all", "--min-reward", "0", "--keep-unfinished", "--keep-flagged"
+    )
     assert json.loads((tmp_path / "all" / "envscaler_sft_sharegpt.report.json").read_text())["kept"] == 5
     assert "NOTE: kept 1 trajectories with reward below 1.0" in weaker.stdout
     assert "NOTE: kept 1 flagged trajectories" in weaker.stdout
@@ -184,8 +222,10 @@ def test_the_default_export_keeps_finished_unflagged_episodes_with_reward_1(tmp_
 
 def test_an_export_of_failing_trajectories_is_an_empty_dataset_with_a_clear_message(tmp_path):
     source = tmp_path / "t.jsonl"
-    samples.write_jsonl(source, [_failing("t-low", reward=samples.RewardBreakdown(final=0.0)),
-                                 _failing("t-max", termination="max_steps")])
+    samples.write_jsonl(
+        source,
+        [_failing("t-low", reward=samples.RewardBreakdown(final=0.0)), _failing("t-max", termination="max_steps")],
+    )
     result = run_export("--trajectories", source, "--out", tmp_path / "sft")
     assert result.returncode == 0, result.stderr
     assert json.loads((tmp_path / "sft" / "envscaler_sft_sharegpt.json").read_text()) == []
@@ -200,10 +240,18 @@ def test_the_report_names_what_the_filter_upstream_dropped(tmp_path):
     report adds the rollouts' trajectories and the filter's drops by reason."""
     kept = tmp_path / "kept.jsonl"
     samples.write_jsonl(kept, [samples.single_call()])
-    (tmp_path / "kept.report.json").write_text(json.dumps({
-        "inputs": ["r/trajectories.jsonl"], "read": 6, "kept": 1, "dropped": 5,
-        "drop_reasons": {"low_reward": 4, "action_count": 3, "repeated_failing_call": 1},
-        "rl": {"band": [0, 1], "scenarios": 2, "kept": 1}}))
+    (tmp_path / "kept.report.json").write_text(
+        json.dumps(
+            {
+                "inputs": ["r/trajectories.jsonl"],
+                "read": 6,
+                "kept": 1,
+                "dropped": 5,
+                "drop_reasons": {"low_reward": 4, "action_count": 3, "repeated_failing_call": 1},
+                "rl": {"band": [0, 1], "scenarios": 2, "kept": 1},
+            }
+        )
+    )
     result = run_export("--trajectories", kept, "--out", tmp_path / "sft")
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp_path / "sft" / "envscaler_sft_sharegpt.report.json").read_text())

@@ -1,4 +1,5 @@
 """LlamaFactory really trains on our exported rows (CPU, tiny model, training venv)."""
+
 from __future__ import annotations
 
 import json
@@ -25,10 +26,24 @@ def export(tmp_path, fmt, extra_rows=()):
 
 def train(tmp_path, tiny_model, fmt, *extra):
     out = tmp_path / f"out-{fmt}"
-    result = run_train([
-        "-m", "sft", "train", "--config", "sft/configs/cpu_smoke.yaml",
-        "--set", f"model_name_or_path={tiny_model}", "--set", f"dataset=envscaler_sft_{fmt}",
-        "--set", f"dataset_dir={tmp_path / 'data'}", "--set", f"output_dir={out}", *extra])
+    result = run_train(
+        [
+            "-m",
+            "sft",
+            "train",
+            "--config",
+            "sft/configs/cpu_smoke.yaml",
+            "--set",
+            f"model_name_or_path={tiny_model}",
+            "--set",
+            f"dataset=envscaler_sft_{fmt}",
+            "--set",
+            f"dataset_dir={tmp_path / 'data'}",
+            "--set",
+            f"output_dir={out}",
+            *extra,
+        ]
+    )
     log = result.stdout + result.stderr
     summary = json.loads((out / "train_summary.json").read_text()) if (out / "train_summary.json").exists() else None
     return result.returncode, log, summary
@@ -64,9 +79,12 @@ def test_alpaca_rows_train_with_mask_history(tmp_path, tiny_model):
 
 def test_a_malformed_row_is_detected_as_skipped(tmp_path, tiny_model):
     """The skip detection above can fail: a row that breaks alternation is caught."""
-    bad = {"conversations": [{"from": "human", "value": "a"}, {"from": "human", "value": "b"}],
-           "system": "", "tools": "[]", "meta": {"id": "bad", "scenario_id": "", "env_id": "",
-                                                  "mode": "task", "reward": 0.0, "dropped_call_text": 0}}
+    bad = {
+        "conversations": [{"from": "human", "value": "a"}, {"from": "human", "value": "b"}],
+        "system": "",
+        "tools": "[]",
+        "meta": {"id": "bad", "scenario_id": "", "env_id": "", "mode": "task", "reward": 0.0, "dropped_call_text": 0},
+    }
     rows = export(tmp_path, "sharegpt", [bad])
     rc, log, summary = train(tmp_path, tiny_model, "sharegpt")
     assert summary["skipped_examples"] == 1 and summary["examples"] == len(rows) - 1

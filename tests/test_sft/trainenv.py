@@ -1,4 +1,5 @@
 """Running the training venv from tests (``@pytest.mark.train``): interpreter, env, tiny model."""
+
 from __future__ import annotations
 
 import os
@@ -20,15 +21,24 @@ def train_python() -> str:
 
 
 def train_env() -> dict[str, str]:
-    return dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", CUDA_VISIBLE_DEVICES="",
-                PYTHONPATH=str(REPO), TOKENIZERS_PARALLELISM="false", ENVSCALER_NO_PROGRESS="1",
-                WANDB_DISABLED="true", OMP_NUM_THREADS="2")
+    return dict(
+        os.environ,
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        CUDA_VISIBLE_DEVICES="",
+        PYTHONPATH=str(REPO),
+        TOKENIZERS_PARALLELISM="false",
+        ENVSCALER_NO_PROGRESS="1",
+        WANDB_DISABLED="true",
+        OMP_NUM_THREADS="2",
+    )
 
 
 def run_train(args: list[str], timeout: float = 300) -> subprocess.CompletedProcess:
     """Run ``<train python> args...`` in the repo root; output captured as text."""
-    return subprocess.run([train_python(), *args], cwd=REPO, env=train_env(), text=True,
-                          capture_output=True, timeout=timeout)
+    return subprocess.run(
+        [train_python(), *args], cwd=REPO, env=train_env(), text=True, capture_output=True, timeout=timeout
+    )
 
 
 def tiny_model_dir() -> Path:

@@ -1,4 +1,5 @@
 """Fixtures of the skel_builder tests: sandbox pools and the scripted library world."""
+
 from __future__ import annotations
 
 import pytest
@@ -30,22 +31,29 @@ def predicates(schema) -> list[Predicate]:
 
 @pytest.fixture
 def op_types() -> dict[str, str]:
-    return {"get_book": "query", "list_member_loans": "query", "checkout_book": "state_change",
-            "return_book": "state_change"}
+    return {
+        "get_book": "query",
+        "list_member_loans": "query",
+        "checkout_book": "state_change",
+        "return_book": "state_change",
+    }
 
 
 @pytest.fixture
 def build(schema):
     """``build(**replacements)`` -> library class source with some methods swapped."""
+
     def make(**replace: str) -> str:
         methods = {**METHODS, **replace}
         return assemble(render_skeleton(schema, "Library", "A library."), list(methods.values()))
+
     return make
 
 
 @pytest.fixture
 def test_state():
     import copy
+
     return copy.deepcopy(TEST_STATE)
 
 
@@ -57,12 +65,24 @@ def make_draft(schema, predicates, test_state, op_types, sandbox):
     def make(**replace: str) -> EnvSpec:
         methods = {**METHODS, **replace}
         code = assemble(render_skeleton(schema, "Library", "A library."), list(methods.values()))
-        ops = [Operation(operation_name=n, operation_type=op_types.get(n, "state_change"), operation_description=n, code=c)
-               for n, c in methods.items()]
-        return EnvSpec(id="env_test", environment_summary="Library", environment_introduction="A library.",
-                       constraints_rules=schema.rules, rule_predicates=[p.source for p in predicates],
-                       operation_list=ops, env_class_name=schema.class_name, env_class_code=code,
-                       tools=sandbox.compute_schemas(code, schema.class_name),
-                       state_schema=schema.model_dump(), test_state=test_state,
-                       predicate_rules=[p.rule for p in predicates], build_log={})
+        ops = [
+            Operation(operation_name=n, operation_type=op_types.get(n, "state_change"), operation_description=n, code=c)
+            for n, c in methods.items()
+        ]
+        return EnvSpec(
+            id="env_test",
+            environment_summary="Library",
+            environment_introduction="A library.",
+            constraints_rules=schema.rules,
+            rule_predicates=[p.source for p in predicates],
+            operation_list=ops,
+            env_class_name=schema.class_name,
+            env_class_code=code,
+            tools=sandbox.compute_schemas(code, schema.class_name),
+            state_schema=schema.model_dump(),
+            test_state=test_state,
+            predicate_rules=[p.rule for p in predicates],
+            build_log={},
+        )
+
     return make

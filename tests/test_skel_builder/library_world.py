@@ -1,7 +1,7 @@
 """A scripted 'library' world: sensible structured answers and correct code for every step."""
+
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -12,35 +12,58 @@ STATE = {
     "analysis": "Books, members and loans.",
     "class_name": "LibraryLoanSystem",
     "entities": [
-        {"name": "Book", "description": "A book copy.", "id_attribute": "book_id",
-         "attributes": [{"name": "book_id", "type": "str"}, {"name": "title", "type": "str"},
-                        {"name": "status", "type": "str", "description": "available or on_loan"}]},
-        {"name": "Member", "description": "A library member.", "id_attribute": "member_id",
-         "attributes": [{"name": "member_id", "type": "str"}, {"name": "name", "type": "str"}]},
-        {"name": "Loan", "description": "A loan of a book to a member.", "id_attribute": "loan_id",
-         "attributes": [{"name": "loan_id", "type": "str"}, {"name": "book_id", "type": "str"},
-                        {"name": "member_id", "type": "str"}, {"name": "due_date", "type": "str"}]},
+        {
+            "name": "Book",
+            "description": "A book copy.",
+            "id_attribute": "book_id",
+            "attributes": [
+                {"name": "book_id", "type": "str"},
+                {"name": "title", "type": "str"},
+                {"name": "status", "type": "str", "description": "available or on_loan"},
+            ],
+        },
+        {
+            "name": "Member",
+            "description": "A library member.",
+            "id_attribute": "member_id",
+            "attributes": [{"name": "member_id", "type": "str"}, {"name": "name", "type": "str"}],
+        },
+        {
+            "name": "Loan",
+            "description": "A loan of a book to a member.",
+            "id_attribute": "loan_id",
+            "attributes": [
+                {"name": "loan_id", "type": "str"},
+                {"name": "book_id", "type": "str"},
+                {"name": "member_id", "type": "str"},
+                {"name": "due_date", "type": "str"},
+            ],
+        },
     ],
-    "rules": ["Every loan refers to an existing book and member.",
-              "A book's status is either available or on_loan."],
+    "rules": ["Every loan refers to an existing book and member.", "A book's status is either available or on_loan."],
 }
 
-OPERATIONS = {"analysis": "", "operations": [
-    {"name": "get_book", "description": "Get a book by id.", "type": "query"},
-    {"name": "list_member_loans", "description": "List the loans of a member.", "type": "query"},
-    {"name": "checkout_book", "description": "Loan an available book to a member.", "type": "state_change"},
-    {"name": "return_book", "description": "Close a loan and make the book available.", "type": "state_change"},
-]}
+OPERATIONS = {
+    "analysis": "",
+    "operations": [
+        {"name": "get_book", "description": "Get a book by id.", "type": "query"},
+        {"name": "list_member_loans", "description": "List the loans of a member.", "type": "query"},
+        {"name": "checkout_book", "description": "Loan an available book to a member.", "type": "state_change"},
+        {"name": "return_book", "description": "Close a loan and make the book available.", "type": "state_change"},
+    ],
+}
 
 TEST_STATE = {
-    "books": {"B1": {"book_id": "B1", "title": "Dune", "status": "available"},
-              "B2": {"book_id": "B2", "title": "Emma", "status": "on_loan"},
-              "B3": {"book_id": "B3", "title": "Ulysses", "status": "available"}},
+    "books": {
+        "B1": {"book_id": "B1", "title": "Dune", "status": "available"},
+        "B2": {"book_id": "B2", "title": "Emma", "status": "on_loan"},
+        "B3": {"book_id": "B3", "title": "Ulysses", "status": "available"},
+    },
     "members": {"M1": {"member_id": "M1", "name": "Ana"}, "M2": {"member_id": "M2", "name": "Bo"}},
     "loans": {"L1": {"loan_id": "L1", "book_id": "B2", "member_id": "M1", "due_date": "2025-04-01"}},
 }
 
-PREDICATES = '''```python
+PREDICATES = """```python
 def rule_1(state: dict) -> bool:
     loans = state.get("loans", {}).values()
     return all(l["book_id"] in state["books"] and l["member_id"] in state["members"] for l in loans)
@@ -48,7 +71,7 @@ def rule_1(state: dict) -> bool:
 
 def rule_2(state: dict) -> bool:
     return all(b["status"] in ("available", "on_loan") for b in state.get("books", {}).values())
-```'''
+```"""
 
 METHODS = {
     "get_book": '''def get_book(self, book_id: str) -> dict:
@@ -125,12 +148,20 @@ BROKEN_CHECKOUT = METHODS["checkout_book"].replace('book["status"] = "on_loan"',
 
 def describe(task: str) -> dict[str, Any]:
     if "refund" in task.lower():
-        return {"analysis": "", "environment_summary": "Order refund desk",
-                "environment_introduction": "Customers, orders and refunds of an online shop.",
-                "usefulness": 8, "modelability": 8}
-    return {"analysis": "", "environment_summary": "Library loan system",
-            "environment_introduction": "Books, members and loans of a public library.",
-            "usefulness": 9, "modelability": 9}
+        return {
+            "analysis": "",
+            "environment_summary": "Order refund desk",
+            "environment_introduction": "Customers, orders and refunds of an online shop.",
+            "usefulness": 8,
+            "modelability": 8,
+        }
+    return {
+        "analysis": "",
+        "environment_summary": "Library loan system",
+        "environment_introduction": "Books, members and loans of a public library.",
+        "usefulness": 9,
+        "modelability": 9,
+    }
 
 
 def method_name(text: str) -> str:

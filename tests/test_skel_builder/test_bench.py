@@ -1,4 +1,5 @@
 """bench/yield_skel.py against the scripted server: the report's numbers add up."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,10 +1,9 @@
 """The build demo: the step stream without a browser, then the real page in headless Chromium."""
+
 from __future__ import annotations
 
 import asyncio
 import os
-import threading
-import time
 
 import pytest
 
@@ -50,12 +49,15 @@ def test_demo_page_in_headless_chromium(scripted_env, sandbox, tmp_path):
 
     scripted_env.policy = LibraryPolicy()
     app = build_app(SkelBuilderConfig(out=tmp_path, rounds=8), sandbox)
-    app.queue().launch(server_name="127.0.0.1", server_port=0 or None, prevent_thread_lock=True,
-                       share=False, quiet=True)
+    app.queue().launch(
+        server_name="127.0.0.1", server_port=0 or None, prevent_thread_lock=True, share=False, quiet=True
+    )
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium",
-                                        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+            browser = p.chromium.launch(
+                executable_path="/usr/bin/chromium",
+                args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+            )
             page = browser.new_page()
             page.goto(app.local_url, timeout=60_000)
             page.locator("#typed textarea").fill(TASK)

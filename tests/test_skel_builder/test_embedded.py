@@ -7,6 +7,7 @@ A 0.5B model may well produce an environment that inspection rejects: the test c
 pipeline completes and reports honestly (status, reason, calibration, usage), not code quality.
 Run with: flock /tmp/envscaler-embedded.lock .venv/bin/python -m pytest -m embedded tests/test_skel_builder
 """
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,17 @@ from envscaler_core.store import JsonlStore
 from skel_builder.__main__ import main
 
 TASK = "Check out the book 'Dune' for library member M-102 and tell me when it is due back."
-SMALL = ["judge=false", "rounds=10", "max_operations=5", "max_entities=3", "method_samples=2", "repair_rounds=1",
-         "min_usefulness=1", "min_modelability=1", "concurrency=1"]
+SMALL = [
+    "judge=false",
+    "rounds=10",
+    "max_operations=5",
+    "max_entities=3",
+    "method_samples=2",
+    "repair_rounds=1",
+    "min_usefulness=1",
+    "min_modelability=1",
+    "concurrency=1",
+]
 
 
 @pytest.mark.embedded
@@ -43,11 +53,22 @@ def test_one_env_from_one_bundled_task_with_the_embedded_model(tmp_path):
     failures = (out / "failures.jsonl").read_text().splitlines() if (out / "failures.jsonl").exists() else []
     # built and judged (accepted or rejected), or the run says why it could not build one
     assert len(envs) == 1 or (not envs and failures and json.loads(failures[-1])["reason"]), (envs, failures)
-    summary = {"wall_s": round(wall, 1), "llm": usage, "failures": failures, "envs": [
-        {"status": e.status, "reason": e.inspection.reason if e.inspection else "",
-         "tools": len(e.tools), "score": e.inspection.score if e.inspection else None,
-         "calibration": e.inspection.calibration if e.inspection else {},
-         "attempts": e.build_log.method_attempts if e.build_log else []} for e in envs]}
+    summary = {
+        "wall_s": round(wall, 1),
+        "llm": usage,
+        "failures": failures,
+        "envs": [
+            {
+                "status": e.status,
+                "reason": e.inspection.reason if e.inspection else "",
+                "tools": len(e.tools),
+                "score": e.inspection.score if e.inspection else None,
+                "calibration": e.inspection.calibration if e.inspection else {},
+                "attempts": e.build_log.method_attempts if e.build_log else [],
+            }
+            for e in envs
+        ],
+    }
     print("EMBEDDED_SUMMARY " + json.dumps(summary))
     (tmp_path.parent / "embedded_summary.json").write_text(json.dumps(summary, indent=1))
     for env in envs:

@@ -1,4 +1,5 @@
 """Each oracle catches a planted defect of its kind and passes the correct environment."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,27 +13,53 @@ GET = METHODS["get_book"]
 RETURN = METHODS["return_book"]
 
 PLANTED = {
-    "no_exception": ("checkout_book", CHECKOUT.replace('book["status"] = "on_loan"', 'book.status = "on_loan"'),
-                     {"book_id": "B1", "member_id": "M1", "due_date": "2025-05-01"}),
-    "return_contract": ("get_book", GET.replace('return {"success": True, "data": dict(self.books[book_id])}',
-                                                'return dict(self.books[book_id])'), {"book_id": "B1"}),
-    "query_read_only": ("get_book", GET.replace('    return {"success": True, "data"',
-                                                '    self.books[book_id]["title"] = "x"\n    return {"success": True, "data"'),
-                        {"book_id": "B1"}),
-    "failure_atomic": ("checkout_book", CHECKOUT.replace(
-        '    if book["status"] != "available":\n',
-        '    self.members[member_id]["name"] = "changed"\n    if book["status"] != "available":\n'),
-        {"book_id": "B2", "member_id": "M1", "due_date": "2025-05-01"}),
-    "writes_declared": ("checkout_book", CHECKOUT.replace(
-        '    book["status"] = "on_loan"\n',
-        '    book["status"] = "on_loan"\n    getattr(self, "members")[member_id]["name"] = "renamed"\n'),
-        {"book_id": "B1", "member_id": "M1", "due_date": "2025-05-01"}),
-    "state_valid": ("checkout_book", CHECKOUT.replace('book["status"] = "on_loan"', 'book["status"] = 5'),
-                    {"book_id": "B1", "member_id": "M1", "due_date": "2025-05-01"}),
-    "repeatable_read": ("get_book", GET.replace(
-        '    return {"success": True, "data": dict(self.books[book_id])}',
-        '    self._n = getattr(self, "_n", 0) + 1\n    return {"success": True, "data": {"n": self._n}}'),
-        {"book_id": "B1"}),
+    "no_exception": (
+        "checkout_book",
+        CHECKOUT.replace('book["status"] = "on_loan"', 'book.status = "on_loan"'),
+        {"book_id": "B1", "member_id": "M1", "due_date": "2025-05-01"},
+    ),
+    "return_contract": (
+        "get_book",
+        GET.replace('return {"success": True, "data": dict(self.books[book_id])}', "return dict(self.books[book_id])"),
+        {"book_id": "B1"},
+    ),
+    "query_read_only": (
+        "get_book",
+        GET.replace(
+            '    return {"success": True, "data"',
+            '    self.books[book_id]["title"] = "x"\n    return {"success": True, "data"',
+        ),
+        {"book_id": "B1"},
+    ),
+    "failure_atomic": (
+        "checkout_book",
+        CHECKOUT.replace(
+            '    if book["status"] != "available":\n',
+            '    self.members[member_id]["name"] = "changed"\n    if book["status"] != "available":\n',
+        ),
+        {"book_id": "B2", "member_id": "M1", "due_date": "2025-05-01"},
+    ),
+    "writes_declared": (
+        "checkout_book",
+        CHECKOUT.replace(
+            '    book["status"] = "on_loan"\n',
+            '    book["status"] = "on_loan"\n    getattr(self, "members")[member_id]["name"] = "renamed"\n',
+        ),
+        {"book_id": "B1", "member_id": "M1", "due_date": "2025-05-01"},
+    ),
+    "state_valid": (
+        "checkout_book",
+        CHECKOUT.replace('book["status"] = "on_loan"', 'book["status"] = 5'),
+        {"book_id": "B1", "member_id": "M1", "due_date": "2025-05-01"},
+    ),
+    "repeatable_read": (
+        "get_book",
+        GET.replace(
+            '    return {"success": True, "data": dict(self.books[book_id])}',
+            '    self._n = getattr(self, "_n", 0) + 1\n    return {"success": True, "data": {"n": self._n}}',
+        ),
+        {"book_id": "B1"},
+    ),
     "rules_hold": ("return_book", RETURN.replace('= "available"', '= "lost"'), {"loan_id": "L1"}),
 }
 

@@ -1,4 +1,5 @@
 """The whole ``run`` on 2 bundled seed tasks against the scripted server; resume; export; CLI."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,14 @@ def test_run_two_bundled_tasks_end_to_end_and_resume(scripted_env, tmp_path, cap
     assert _run(tmp_path) == 0
     printed = capsys.readouterr().out
     assert "acceptance rate" in printed and "LLM calls per accepted env" in printed
-    for name in ("source_tasks.jsonl", "env_descriptions.jsonl", "env_drafts.jsonl", "envs.jsonl",
-                 "filtered_env_metadata.json", "manifest.json"):
+    for name in (
+        "source_tasks.jsonl",
+        "env_descriptions.jsonl",
+        "env_drafts.jsonl",
+        "envs.jsonl",
+        "filtered_env_metadata.json",
+        "manifest.json",
+    ):
         assert (tmp_path / name).exists(), name
     envs = JsonlStore(tmp_path / "envs.jsonl", EnvSpec).read_all()
     assert len(envs) == 2 and all(e.status == "accepted" for e in envs)
@@ -48,9 +55,11 @@ def test_run_survives_server_faults(scripted_env, tmp_path):
 def test_failed_items_are_recorded_and_retried(scripted_env, tmp_path):
     policy = LibraryPolicy()
     broken = {"on": True}
-    scripted_env.policy = lambda r: (type(policy(r)).json({"bad": 1})
-                                     if broken["on"] and "StateAnswer" in str(r.get("response_format"))
-                                     else policy(r))
+    scripted_env.policy = lambda r: (
+        type(policy(r)).json({"bad": 1})
+        if broken["on"] and "StateAnswer" in str(r.get("response_format"))
+        else policy(r)
+    )
     assert _run(tmp_path) == 0
     failures = (tmp_path / "failures.jsonl").read_text()
     assert "StructuredOutputError" in failures
@@ -86,12 +95,14 @@ def test_mine_the_whole_seed_file(scripted_env, tmp_path):
 
 def test_judge_can_be_switched_off_for_curated_task_files(scripted_env, tmp_path):
     policy = LibraryPolicy()
-    scripted_env.policy = lambda r: (type(policy(r)).json({"analysis": "", "stateful": False})
-                                     if "JudgeAnswer" in str(r.get("response_format")) else policy(r))
+    scripted_env.policy = lambda r: (
+        type(policy(r)).json({"analysis": "", "stateful": False})
+        if "JudgeAnswer" in str(r.get("response_format"))
+        else policy(r)
+    )
     assert _run(tmp_path) == 0
     assert not (tmp_path / "env_drafts.jsonl").exists()  # the judge said no to both
     other, before = tmp_path / "nojudge", len(scripted_env.completion_requests)
     assert _run(other, "--set", "judge=false") == 0
     assert len(JsonlStore(other / "envs.jsonl", EnvSpec).read_all()) == 2
-    assert not any("JudgeAnswer" in str(r.get("response_format"))
-                   for r in scripted_env.completion_requests[before:])
+    assert not any("JudgeAnswer" in str(r.get("response_format")) for r in scripted_env.completion_requests[before:])

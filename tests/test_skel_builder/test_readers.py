@@ -1,4 +1,5 @@
 """Task readers and filters, including the real API-Bank lv3 file."""
+
 from __future__ import annotations
 
 import json
@@ -35,9 +36,19 @@ def test_apibank_cuts():
 
 def test_toolace_jsonl_and_text(tmp_path):
     toolace = tmp_path / "data.json"
-    toolace.write_text(json.dumps([{"conversations": [{"from": "user", "value": "Cancel order 7 now please"},
-                                                      {"from": "assistant", "value": "ok"}]},
-                                   {"conversations": [{"from": "assistant", "value": "x"}]}]))
+    toolace.write_text(
+        json.dumps(
+            [
+                {
+                    "conversations": [
+                        {"from": "user", "value": "Cancel order 7 now please"},
+                        {"from": "assistant", "value": "ok"},
+                    ]
+                },
+                {"conversations": [{"from": "assistant", "value": "x"}]},
+            ]
+        )
+    )
     assert list(read_tasks(toolace)) == [("Cancel order 7 now please", "toolace")]
     text = tmp_path / "tasks.txt"
     text.write_text("Refund order 5 for Ana\n\nAdd book B2 to the shelf\n")
@@ -50,8 +61,12 @@ def test_filters_and_dedup(tmp_path):
     assert filter_reason("Pay 20 USD to the plumber now", **FILTERS).startswith("keyword")
     assert filter_reason("Réserve une table pour deux", **FILTERS) == "non-English characters"
     path = tmp_path / "t.jsonl"
-    path.write_text("\n".join(json.dumps({"task": t}) for t in
-                              ["Return book B1 to the library", "Return  book B1 to the library", "short"]))
+    path.write_text(
+        "\n".join(
+            json.dumps({"task": t})
+            for t in ["Return book B1 to the library", "Return  book B1 to the library", "short"]
+        )
+    )
     tasks, counts = collect_tasks(path, "jsonl", **FILTERS)
     assert len(tasks) == 1 and counts["duplicate"] == 1 and counts["too"] == 1
 

@@ -1,4 +1,5 @@
 """Inspection with oracles, repair of failing methods, pruning, and checker calibration."""
+
 from __future__ import annotations
 
 import asyncio
@@ -8,7 +9,7 @@ from envscaler_core.llm import LLMClient
 from skel_builder.config import SkelBuilderConfig
 from skel_builder.review import review_env
 
-from .library_world import BROKEN_CHECKOUT, METHODS, LibraryPolicy
+from .library_world import BROKEN_CHECKOUT, LibraryPolicy
 
 
 def _review(scripted, sandbox, draft, **cfg):
@@ -29,8 +30,14 @@ def test_correct_env_is_accepted_and_every_tool_covered(scripted, sandbox, make_
 
 def test_always_pass_checker_cannot_save_a_broken_tool(scripted, sandbox, make_draft):
     scripted.policy = LibraryPolicy()  # its checker answers Pass to everything
-    env = _review(scripted, sandbox, make_draft(checkout_book=BROKEN_CHECKOUT), repair_rounds=0,
-                  prune_failing_tools=False, threshold=0.9)
+    env = _review(
+        scripted,
+        sandbox,
+        make_draft(checkout_book=BROKEN_CHECKOUT),
+        repair_rounds=0,
+        prune_failing_tools=False,
+        threshold=0.9,
+    )
     report = env.inspection
     assert env.status == "rejected" and "below threshold 0.9" in report.reason
     failed = [v for v in report.per_tool["checkout_book"] if v.verdict == "Fail"]
@@ -53,8 +60,14 @@ def test_failing_method_is_repaired_and_reinspected(scripted, sandbox, make_draf
 
 def test_unrepairable_tool_is_pruned_with_reasons(scripted, sandbox, make_draft):
     scripted.policy = LibraryPolicy(methods={"checkout_book": [BROKEN_CHECKOUT]})
-    env = _review(scripted, sandbox, make_draft(checkout_book=BROKEN_CHECKOUT), repair_rounds=1,
-                  method_samples=2, prune_failing_tools=True)
+    env = _review(
+        scripted,
+        sandbox,
+        make_draft(checkout_book=BROKEN_CHECKOUT),
+        repair_rounds=1,
+        method_samples=2,
+        prune_failing_tools=True,
+    )
     report = env.inspection
     assert report.dropped_tools == ["checkout_book"]
     assert "checkout_book" not in [t["function"]["name"] for t in env.tools]
@@ -69,16 +82,20 @@ def _grumpy(policy):
         if "CheckerVerdict" in str(request.get("response_format")):
             return type(reply).json({"analysis": "", "result": "Fail", "error_reason": "made up"})
         return reply
+
     return answer
 
 
 def test_checker_at_chance_is_discounted_but_oracles_still_fail(scripted, sandbox, make_draft):
     scripted.policy = _grumpy(LibraryPolicy(methods={"checkout_book": [BROKEN_CHECKOUT]}))
-    env = _review(scripted, sandbox, make_draft(checkout_book=BROKEN_CHECKOUT), repair_rounds=0,
-                  prune_failing_tools=True)
+    env = _review(
+        scripted, sandbox, make_draft(checkout_book=BROKEN_CHECKOUT), repair_rounds=0, prune_failing_tools=True
+    )
     report = env.inspection
     assert report.calibration["at_chance"] and report.dropped_tools == ["checkout_book"]
-    discounted = [v for vs in report.per_tool.values() for v in vs if v.llm_verdict == "Fail" and v.verdict == "Warning"]
+    discounted = [
+        v for vs in report.per_tool.values() for v in vs if v.llm_verdict == "Fail" and v.verdict == "Warning"
+    ]
     assert discounted and "discounted" in discounted[0].warnings[-1]
     assert env.status == "accepted"
 
@@ -120,6 +137,7 @@ def test_a_draft_that_never_assembled_is_rejected_with_its_reason(scripted, sand
 
 def test_routine_methods_are_controls_an_llm_fail_on_them_is_a_false_alarm(scripted, sandbox, make_draft, schema):
     from skel_builder.crud import routine_methods
+
     routine = {m.name: m.code for m in routine_methods(schema) if m.name.startswith(("create_", "update_"))}
     draft = make_draft(**routine)
     scripted.policy = _grumpy(LibraryPolicy())  # fails every call, correct or not
@@ -134,8 +152,9 @@ def test_routine_methods_are_controls_an_llm_fail_on_them_is_a_false_alarm(scrip
 
 
 def test_a_repaired_routine_method_is_no_longer_a_control(scripted, sandbox, make_draft, schema):
-    from skel_builder.review import EnvReview
     from skel_builder.crud import routine_methods
+    from skel_builder.review import EnvReview
+
     routine = {m.name: m.code for m in routine_methods(schema) if m.name == "create_book"}
     review = EnvReview(make_draft(**routine))
     assert review.known_good() == {"create_book"}
@@ -145,8 +164,9 @@ def test_a_repaired_routine_method_is_no_longer_a_control(scripted, sandbox, mak
 
 def test_dropped_tools_keep_the_verdicts_that_dropped_them(scripted, sandbox, make_draft):
     scripted.policy = LibraryPolicy(methods={"checkout_book": [BROKEN_CHECKOUT]})
-    env = _review(scripted, sandbox, make_draft(checkout_book=BROKEN_CHECKOUT), repair_rounds=0,
-                  prune_failing_tools=True)
+    env = _review(
+        scripted, sandbox, make_draft(checkout_book=BROKEN_CHECKOUT), repair_rounds=0, prune_failing_tools=True
+    )
     evidence = env.inspection.dropped_verdicts["checkout_book"]
     assert evidence and any(v.oracle_violations for v in evidence)
 
@@ -160,8 +180,14 @@ def test_keep_rule_scores_every_round_before_pruning(scripted, sandbox, make_dra
     assert report.score == 14 / 16 and report.pruned_score is None and report.dropped_tools == []
     assert kept.status == "accepted" and "checkout_book" in report.reason
     assert "checkout_book" in [t["function"]["name"] for t in kept.tools]
-    pruned = _review(scripted, sandbox, make_draft(checkout_book=BROKEN_CHECKOUT), repair_rounds=0,
-                     prune_failing_tools=True, threshold=0.9)
+    pruned = _review(
+        scripted,
+        sandbox,
+        make_draft(checkout_book=BROKEN_CHECKOUT),
+        repair_rounds=0,
+        prune_failing_tools=True,
+        threshold=0.9,
+    )
     report = pruned.inspection  # pruning raised the score on what is left to 1.0; the rule still rejects
     assert report.dropped_tools == ["checkout_book"] and report.pruned_score == 1.0
     assert report.score == 14 / 16 and pruned.status == "rejected"
@@ -171,6 +197,7 @@ def test_keep_rule_scores_every_round_before_pruning(scripted, sandbox, make_dra
 def test_pruning_may_not_take_an_entitys_last_state_changing_tool(make_draft):
     from envscaler_core.artifacts import InspectionReport
     from skel_builder.review import EnvReview, keep_rule_reason
+
     review = EnvReview(make_draft())
     assert {"books", "loans"} <= review.changed_entities()
     for tool in ("checkout_book", "return_book"):

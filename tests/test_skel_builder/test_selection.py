@@ -1,4 +1,5 @@
 """Selection: summary dedup, thresholds, near duplicates, clustering, embeddings."""
+
 from __future__ import annotations
 
 from envscaler_core.artifacts import EnvDescription
@@ -6,9 +7,16 @@ from skel_builder.selection import embed, select
 
 
 def _desc(i, summary, intro, u=8, m=8, stateful=True):
-    return EnvDescription(id=f"d{i}", task_id=f"t{i}", task="t", judge_result=stateful,
-                          environment_summary=summary, environment_introduction=intro,
-                          usefulness=u, modelability=m)
+    return EnvDescription(
+        id=f"d{i}",
+        task_id=f"t{i}",
+        task="t",
+        judge_result=stateful,
+        environment_summary=summary,
+        environment_introduction=intro,
+        usefulness=u,
+        modelability=m,
+    )
 
 
 DESCS = [
@@ -23,8 +31,7 @@ DESCS = [
 
 
 def test_select_dedups_thresholds_and_near_duplicates():
-    out = {d.id: d for d in select(DESCS, min_usefulness=7, min_modelability=7, target_count=0,
-                                   near_duplicate=0.7)}
+    out = {d.id: d for d in select(DESCS, min_usefulness=7, min_modelability=7, target_count=0, near_duplicate=0.7)}
     assert out["d1"].selected and not out["d2"].selected and "same summary" in out["d2"].selection_reason
     assert "below" in out["d3"].selection_reason
     assert out["d4"].selected != out["d5"].selected
@@ -41,6 +48,12 @@ def test_clustering_to_target_count():
 def test_embeddings_from_an_endpoint(scripted):
     vectors = embed(scripted.base_url, "sk", "emb", ["a", "b", "c"])
     assert vectors.shape == (3, 16)
-    out = select(DESCS, min_usefulness=7, min_modelability=7, target_count=2, near_duplicate=0.999,
-                 vectors=embed(scripted.base_url, "sk", "emb", [d.id for d in DESCS]))
+    out = select(
+        DESCS,
+        min_usefulness=7,
+        min_modelability=7,
+        target_count=2,
+        near_duplicate=0.999,
+        vectors=embed(scripted.base_url, "sk", "emb", [d.id for d in DESCS]),
+    )
     assert sum(d.selected for d in out) == 2

@@ -1,4 +1,5 @@
 """Static parts: contract checks, docstring patching, write analysis, skeleton, CRUD, test data."""
+
 from __future__ import annotations
 
 import ast
@@ -24,8 +25,10 @@ def test_contract_accepts_good_and_names_each_problem():
 
 
 def test_failure_without_error_and_bare_values_are_flagged():
-    code = ('def f(self, x: int) -> dict:\n    """F.\n\n    Args:\n        x: X.\n\n    Returns:\n        d\n    """\n'
-            '    if x:\n        return {"success": False}\n    return [x]\n')
+    code = (
+        'def f(self, x: int) -> dict:\n    """F.\n\n    Args:\n        x: X.\n\n    Returns:\n        d\n    """\n'
+        '    if x:\n        return {"success": False}\n    return [x]\n'
+    )
     problems = contract_problems(code, "f")
     assert any("needs 'error'" in p for p in problems) and any("bare value" in p for p in problems)
 
@@ -42,8 +45,10 @@ def test_container_writes_follow_aliases_and_self_calls(build):
     assert writes["checkout_book"] == {"loans", "books"}
     assert writes["return_book"] == {"loans", "books"}
     assert writes["get_book"] == set()
-    code = ("class E:\n    def f(self, k: str) -> dict:\n        rec = self.items.get(k)\n"
-            "        rec.update({'a': 1})\n        other = rec\n        return {}\n")
+    code = (
+        "class E:\n    def f(self, k: str) -> dict:\n        rec = self.items.get(k)\n"
+        "        rec.update({'a': 1})\n        other = rec\n        return {}\n"
+    )
     assert container_writes(code, "E")["f"] == {"items"}
 
 
@@ -59,8 +64,10 @@ def test_skeleton_and_crud_methods_parse_and_pass_the_contract(schema):
 
 
 def test_test_state_normalization_fixes_keys_types_and_references(schema):
-    raw = {"books": {"x": {"book_id": "B9", "title": 3, "status": "available"}},
-           "loans": {"L1": {"loan_id": "L1", "book_id": "NOPE", "member_id": "M1", "due_date": "d"}}}
+    raw = {
+        "books": {"x": {"book_id": "B9", "title": 3, "status": "available"}},
+        "loans": {"L1": {"loan_id": "L1", "book_id": "NOPE", "member_id": "M1", "due_date": "d"}},
+    }
     data = normalize_test_state(schema, raw)
     assert state_problems(schema, data) == []
     assert "B9" in data["books"] and data["books"]["B9"]["title"] == "3"
@@ -98,10 +105,15 @@ def test_generic_operation_names_are_rebuilt_and_reserved_ones_dropped():
     from skel_builder.answers import OperationsAnswer
     from skel_builder.synthesis import usable_operations
 
-    answer = OperationsAnswer.model_validate({"operations": [  # what the 0.5B model answered
-        {"operation_name": "query", "operation_type": "query", "operation_description": "Read all books."},
-        {"operation_name": "query", "operation_type": "query", "operation_description": "Read all members."},
-        {"operation_name": "get_book", "operation_type": "query"},
-        {"operation_name": "books", "operation_type": "query"}]})
+    answer = OperationsAnswer.model_validate(
+        {
+            "operations": [  # what the 0.5B model answered
+                {"operation_name": "query", "operation_type": "query", "operation_description": "Read all books."},
+                {"operation_name": "query", "operation_type": "query", "operation_description": "Read all members."},
+                {"operation_name": "get_book", "operation_type": "query"},
+                {"operation_name": "books", "operation_type": "query"},
+            ]
+        }
+    )
     names = [o.name for o in usable_operations(answer.operations, {"get_book", "books"}, 10)]
     assert names == ["read_all_books", "read_all_members"]

@@ -8,8 +8,10 @@ Models reached over an OpenAI-compatible URL (every run of ours) never use it, a
 
 class _Unavailable:
     def __init__(self, *args, **kwargs):
-        raise RuntimeError("vllm is not installed: ACEBench local models are not supported here; "
-                           "serve the model behind an OpenAI-compatible URL instead")
+        raise RuntimeError(
+            "vllm is not installed: ACEBench local models are not supported here; "
+            "serve the model behind an OpenAI-compatible URL instead"
+        )
 
 
 class LLM(_Unavailable):
