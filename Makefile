@@ -48,8 +48,8 @@ format: setup
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-# The default tier: the scripted server, sandbox, artifacts. The perf tier runs on its own.
-test: setup
+# The default tier: lint first, then the scripted server, sandbox, artifacts. The perf tier runs on its own.
+test: setup lint
 	$(PYTEST) $(NOT_EVAL) -m "not embedded and not train and not vllm and not browser and not ray and not perf"
 
 # Pure logic, under a minute: state diffs, tool format, schemas, the store, scoring and episodes on fakes.
