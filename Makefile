@@ -178,7 +178,7 @@ $(TRL_VENV)/.installed: requirements-trl.txt requirements-openenv.txt requiremen
 test-trl: setup setup-trl
 	ENVSCALER_TRL_PYTHON=$(TRL_VENV)/bin/python $(PYTEST) tests/test_consumers -m trl
 
-test-all: test test-embedded test-browser test-ray test-train test-eval test-roll test-verifiers test-trl
+test-all: test test-perf test-sandbox-user test-openenv test-verifiers test-embedded test-browser test-ray test-train test-trl test-eval test-roll test-eval-embedded
 
 bench: setup
 	$(PY) bench/run_all.py
