@@ -88,7 +88,7 @@ def settings_from_args(args: argparse.Namespace) -> FilterConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-    parse_overrides(args.overrides)  # a malformed --set fails before anything is read
+    parse_overrides(args.overrides)  # a malformed --set is rejected before anything is read
     settings = settings_from_args(args)
     trajectories = [t for path in args.trajectories for t in read_trajectories(path)]
     kept, reasons = filter_trajectories(trajectories, settings)
