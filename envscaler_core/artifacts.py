@@ -350,6 +350,9 @@ class Trajectory(Record):
     timings: dict[str, float] = Field(default_factory=dict)
     termination: str = ""
     flags: list[str] = Field(default_factory=list)
+    answers_asked: int = 0
+    """Agent turns dropped unexecuted and asked again without tools: every call in them repeated
+    one that had already made its change (``RolloutSettings.answer_after_done``)."""
 
 
 class FailureRecord(Record):

@@ -43,6 +43,8 @@ class InteractConfig(StageConfig):
         max_k: Largest k reported for pass^k.
         repeat_note: Tell the agent when it repeats a call with nothing changed since
             (:class:`~envscaler_core.rollout.RolloutSettings`); on in the small-model demo.
+        answer_after_done: Ask for the answer, tools off, when a turn only repeats calls whose
+            change is made (:class:`~envscaler_core.rollout.RolloutSettings`); on in the demo.
         filter: What ``filter`` keeps for SFT and RL (:class:`FilterConfig`).
     """
 
@@ -60,6 +62,7 @@ class InteractConfig(StageConfig):
     pool_size: int | None = Field(default=None, ge=1)
     max_k: int = 8
     repeat_note: bool = False
+    answer_after_done: bool = False
     filter: FilterConfig = Field(default_factory=FilterConfig)
 
     def rollout_settings(self) -> RolloutSettings:
@@ -74,6 +77,7 @@ class InteractConfig(StageConfig):
             max_tokens=self.max_tokens,
             user_max_tokens=self.user_max_tokens,
             repeat_note=self.repeat_note,
+            answer_after_done=self.answer_after_done,
         )
 
     def with_llm_concurrency(self) -> InteractConfig:

@@ -254,8 +254,11 @@ class LLMClient:
                     "json_schema": {"name": "tool_call", "schema": tool_call_schema(tools, only), "strict": False},
                 }
                 request.pop("tool_choice", None)
-            elif self.schema_turns and tool_choice in (None, "auto") and response_format is None:
-                request["response_format"] = turn_format(AGENT_TURN, agent_turn_schema(tools))
+            elif self.schema_turns and tool_choice in (None, "auto", "none") and response_format is None:
+                # "none" on a schema-turn endpoint: the turn schema with no call in it, an answer only
+                request["response_format"] = turn_format(
+                    AGENT_TURN, agent_turn_schema([] if tool_choice == "none" else tools)
+                )
                 request.pop("tool_choice", None)
         if response_format is not None:
             request["response_format"] = response_format

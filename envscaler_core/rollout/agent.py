@@ -128,8 +128,13 @@ class AgentPolicy:
         """``[system, user]`` to start an episode."""
         return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": first_user_message}]
 
-    async def act(self, messages: list[dict[str, Any]], cache_salt: str) -> AgentAction:
-        """One model turn (raises ``LLMError`` if the endpoint fails for good)."""
+    async def act(self, messages: list[dict[str, Any]], cache_salt: str, answer_only: bool = False) -> AgentAction:
+        """One model turn (raises ``LLMError`` if the endpoint fails for good).
+
+        ``answer_only`` asks for a turn without tool calls: ``tool_choice="none"`` natively, the
+        answer-only turn schema on schema-turn endpoints. A text-mode agent on an endpoint with
+        neither can only be asked; what it writes is parsed as usual.
+        """
         assert self.client is not None, "no agent client configured"
         fc = self.settings.agent_mode == "fc"
         # No native tool calling (embedded model, or configured): the turn is decoded under one
@@ -140,8 +145,8 @@ class AgentPolicy:
             result = await self.client.chat(
                 wire_messages(messages),
                 tools=self.tools if fc else None,
-                tool_choice="auto" if fc and self.tools else None,
-                response_format=turn_format(AGENT_TURN, agent_turn_schema(self.tools))
+                tool_choice=("none" if answer_only else "auto") if fc and self.tools else None,
+                response_format=turn_format(AGENT_TURN, agent_turn_schema([] if answer_only else self.tools))
                 if constrained and not fc
                 else None,
                 temperature=self.settings.temperature,

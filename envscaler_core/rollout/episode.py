@@ -60,7 +60,9 @@ class Episode:
         self._last_agent_text = ""
         self._started = time.perf_counter()
         # call key -> (state hash right after it, whether it or an earlier same call changed the state)
-        self._made: dict[str, tuple[str, bool]] = {}  # (``repeat_note``)
+        self._made: dict[str, tuple[str, bool]] = {}  # (``repeat_note``, ``answer_after_done``)
+        self._tracks_repeats = settings.repeat_note or settings.answer_after_done
+        self.answers_asked = 0
 
     @property
     def done(self) -> bool:
@@ -131,7 +133,7 @@ class Episode:
     async def agent_turn(self, action: AgentAction | None = None) -> AgentAction:
         """One agent turn: ask the model (or take ``action``) and execute its tool calls."""
         if action is None:
-            action = await self.agent.act(self.messages, cache_salt=f"{self.task.id}:agent:{self.agent_turns}")
+            action = await self._ask_agent()
         self.agent_turns += 1
         self.usage = self.usage.add(action.usage)
         self.timings["agent_s"] += action.latency_s
@@ -154,6 +156,26 @@ class Episode:
             self.next = "user"
         return action
 
+    async def _ask_agent(self) -> AgentAction:
+        salt = f"{self.task.id}:agent:{self.agent_turns}"
+        action = await self.agent.act(self.messages, cache_salt=salt)
+        if not (self.settings.answer_after_done and self._only_done_repeats(action)):
+            return action
+        # the dropped turn is not in the trajectory, but what it cost is
+        self.answers_asked += 1
+        spent, latency = action.usage, action.latency_s
+        action = await self.agent.act(self.messages, cache_salt=salt + ":answer", answer_only=True)
+        action.usage, action.latency_s = spent.add(action.usage), latency + action.latency_s
+        return action
+
+    def _only_done_repeats(self, action: AgentAction) -> bool:
+        """Every call repeats one that already made its change, with no state change since."""
+        return (
+            bool(action.calls)
+            and not action.format_errors
+            and all(self._is_repeat(call) and self._made[_call_key(call)][1] for call in action.calls)
+        )
+
     async def _execute(self, action: AgentAction) -> None:
         await self.settle_initial_state()  # the state before the first call
         results: list[tuple[AgentCall, CallResult]] = []
@@ -164,9 +186,10 @@ class Episode:
             outcome = await self.env.call(call.name, call.arguments)
             self.timings["env_s"] += time.perf_counter() - started
             self._record_step(call.id, call.name, call.arguments, outcome)
-            if self.settings.repeat_note:
+            if self._tracks_repeats:
                 self._made[_call_key(call)] = (outcome.state_hash, done_before or _changed(outcome))
-            results.append((call, _with_repeat_note(outcome, done_before) if repeated else outcome))
+            noted = repeated and self.settings.repeat_note
+            results.append((call, _with_repeat_note(outcome, done_before) if noted else outcome))
         for error in action.format_errors:
             obs = {"success": False, "error_type": "malformed_tool_call", "error": error}
             last_hash = self.steps[-1].state_hash if self.steps else ""
@@ -188,8 +211,8 @@ class Episode:
             self._append(message)
 
     def _is_repeat(self, call: AgentCall) -> bool:
-        """The same call as an earlier one with no state change since (``repeat_note`` only)."""
-        if not self.settings.repeat_note or not self.steps:
+        """The same call as an earlier one with no state change since."""
+        if not self._tracks_repeats or not self.steps:
             return False
         made = self._made.get(_call_key(call))
         return made is not None and made[0] == self.steps[-1].state_hash
@@ -272,6 +295,7 @@ class Episode:
             timings=timings,
             termination=self.termination or "unfinished",
             flags=list(self.flags),
+            answers_asked=self.answers_asked,
         )
 
 

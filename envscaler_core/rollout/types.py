@@ -38,6 +38,11 @@ class RolloutSettings(BaseModel):
             and the state has not changed since, the observation it sees carries a ``note`` that
             says so (``prompts/repeat_note.md``); the recorded step keeps the environment's own
             observation. Off by default; small models loop on one failing call without it.
+        answer_after_done: When every call of an agent turn repeats a call that already made its
+            change, with nothing changed since (a guaranteed no-op), the turn is dropped unexecuted
+            and asked again without tools, so the agent gives its answer. The trajectory counts
+            these turns in ``answers_asked``. Off by default; a small model otherwise makes a
+            successful create again until ``max_steps``, and the solved episode never finishes.
     """
 
     mode: Literal["task", "user"] = "task"
@@ -49,6 +54,7 @@ class RolloutSettings(BaseModel):
     user_max_tokens: int | None = 400
     system_prompt: str | None = None
     repeat_note: bool = False
+    answer_after_done: bool = False
 
 
 @dataclass

@@ -272,6 +272,43 @@ def test_a_repeat_of_a_call_that_made_its_change_is_told_it_is_done(scripted):
     assert t.steps[0].observation.get("success") is not False and "note" not in t.steps[1].observation
 
 
+def _answers_only(request) -> bool:
+    """The request lets the agent answer but not call a tool (natively or by turn schema)."""
+    if request.get("tool_choice") == "none":
+        return True
+    schema = ((request.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
+    return bool(schema.get("anyOf")) and all("name" not in o["properties"] for o in schema["anyOf"])
+
+
+@pytest.mark.parametrize("schema_turns", [False, True])
+def test_a_turn_that_only_repeats_a_done_change_is_asked_again_for_the_answer(scripted, schema_turns):
+    """The 0.5B agent solved a one-create task and made the create again until max_steps (demo,
+    3 of 4 solved episodes). With ``answer_after_done`` the repeat is dropped unexecuted and the
+    turn asked again without tools: the episode ends with the answer, one call in its steps."""
+    checkout = {"book_id": "B1", "member_id": "M1"}
+    if schema_turns:
+        repeat = _json_turn({"name": "checkout_book", "arguments": checkout})
+        answer = _json_turn({"final_answer": "Task Completed"})
+    else:
+        repeat, answer = Reply.tool_call("checkout_book", checkout), Reply.text("Task Completed")
+    repeating = planned([repeat])
+    scripted.policy = lambda request: answer if _answers_only(request) else repeating(request)
+    t = run_one(scripted, RolloutSettings(answer_after_done=True, max_steps=6), schema_turns=schema_turns)
+    assert [s.name for s in t.steps] == ["checkout_book"] and t.reward.final == 1.0
+    assert t.termination == "agent_answered" and t.answers_asked == 1
+    assert [m["role"] for m in t.messages] == ["system", "user", "assistant", "tool", "assistant"]
+    assert [_answers_only(r) for r in scripted.completion_requests] == [False, False, True]
+    assert t.usage.calls == 3  # the dropped turn is paid for
+
+
+def test_a_repeated_failing_call_is_not_asked_for_the_answer(scripted):
+    """Only a repeat of a change already made is a sure no-op; a failing call repeated is executed."""
+    scripted.policy = planned([Reply.tool_call("checkout_book", {"book_id": "B9", "member_id": "M1"})])
+    t = run_one(scripted, RolloutSettings(answer_after_done=True, max_steps=3), progress=False)
+    assert len(t.steps) == 3 and t.termination == "max_steps" and t.answers_asked == 0
+    assert not any(_answers_only(r) for r in scripted.completion_requests)
+
+
 def test_schema_turn_agents_are_told_the_final_answer_form(scripted):
     scripted.policy = planned(CONSTRAINED_CHECKOUT)
     run_one(scripted, RolloutSettings(), schema_turns=True)
