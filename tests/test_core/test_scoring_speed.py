@@ -61,7 +61,11 @@ def test_a_failed_run_fails_every_waiter_and_is_not_cached():
 
     with ThreadPoolExecutor(4) as pool:
         assert list(pool.map(attempt, range(4))) == ["sandbox gone"] * 4
-    assert attempt(0) == "sandbox gone" and len(sandbox.runs) == 2  # retried later, not cached
+    # how many of the 4 joined the first run depends on the scheduler; that the failure is not
+    # cached does not: the next caller runs the checks again
+    runs = len(sandbox.runs)
+    assert 1 <= runs <= 4
+    assert attempt(0) == "sandbox gone" and len(sandbox.runs) == runs + 1
 
 
 def test_progress_is_unchanged_and_hashes_states_once():
