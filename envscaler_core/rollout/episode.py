@@ -173,7 +173,7 @@ class Episode:
         return (
             bool(action.calls)
             and not action.format_errors
-            and all(self._is_repeat(call) and self._made[_call_key(call)][1] for call in action.calls)
+            and all(self._repeats_done_change(call) for call in action.calls)
         )
 
     async def _execute(self, action: AgentAction) -> None:
@@ -182,7 +182,7 @@ class Episode:
         for call in action.calls:
             started = time.perf_counter()
             repeated = self._is_repeat(call)
-            done_before = repeated and self._made[_call_key(call)][1]
+            done_before = self._repeats_done_change(call)
             outcome = await self.env.call(call.name, call.arguments)
             self.timings["env_s"] += time.perf_counter() - started
             self._record_step(call.id, call.name, call.arguments, outcome)
@@ -216,6 +216,10 @@ class Episode:
             return False
         made = self._made.get(_call_key(call))
         return made is not None and made[0] == self.steps[-1].state_hash
+
+    def _repeats_done_change(self, call: AgentCall) -> bool:
+        """A repeat (:meth:`_is_repeat`) of a call that it or an earlier same call made its change."""
+        return self._is_repeat(call) and self._made[_call_key(call)][1]
 
     def _record_step(self, call_id: str, name: str, arguments: Any, outcome: CallResult) -> None:
         step = StepRecord(
