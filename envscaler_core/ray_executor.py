@@ -27,6 +27,7 @@ from envscaler_core.progress import progress_bar
 _FORWARDED_ENV = (
     "ENVSCALER_EMBEDDED_URL",
     "ENVSCALER_EMBEDDED_SHA256",
+    "ENVSCALER_EMBEDDED_SLOTS",
     "OPENAI_BASE_URL",
     "OPENAI_API_KEY",
     "OPENAI_MODEL",

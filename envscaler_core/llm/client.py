@@ -32,6 +32,7 @@ from envscaler_core.llm.schema import (
     tool_call_schema,
     turn_format,
 )
+from envscaler_core.llm.slots import SlotTable, slot_table
 from envscaler_core.llm.transport import make_transport, sdk
 from envscaler_core.llm.usage import UsageMeter
 from envscaler_core.toolformat import parse_text_tool_calls, split_reasoning
@@ -172,8 +173,12 @@ class LLMClient:
         label: str | None = None,
         use_cache: bool | None = None,
         stream: bool = False,
+        conversation: str | None = None,
     ) -> ChatResult:
-        """One chat completion with retries; raises :class:`LLMError` when it finally fails."""
+        """One chat completion with retries; raises :class:`LLMError` when it finally fails.
+
+        ``conversation`` names the conversation the request belongs to (not part of the cache
+        key): on the embedded server all its turns go to one slot, where its prompt is cached."""
         base_url = self._endpoint()
         request = self._build_request(messages, tools, tool_choice, response_format, temperature, max_tokens)
         label = label or self.label
@@ -187,7 +192,7 @@ class LLMClient:
             result.cached = True
             self.meter.record(label, Usage(cache_hits=1))
             return result
-        result = await self._call_with_retries(base_url, request, tools, label, stream)
+        result = await self._call_with_retries(base_url, request, tools, label, stream, conversation)
         _name_calls(result, cache_key({"request": request, "salt": cache_salt}))
         if cache is not None:
             cache.put(key, result.model_dump(exclude={"cached"}))
@@ -266,7 +271,7 @@ class LLMClient:
             request["extra_body"] = cfg.extra_body
         return request
 
-    async def _call_with_retries(self, base_url, request, tools, label, stream) -> ChatResult:
+    async def _call_with_retries(self, base_url, request, tools, label, stream, conversation=None) -> ChatResult:
         cfg = self.config
         transport, semaphore = _Shared.get(
             base_url, cfg.api_key or "sk-no-key", cfg.timeout_s, 1 if self.embedded else cfg.concurrency
@@ -276,7 +281,8 @@ class LLMClient:
             started = time.perf_counter()
             try:
                 async with semaphore:
-                    result = await (self._stream(transport, request) if stream else self._once(transport, request))
+                    body = self._in_its_slot(base_url, request, conversation)
+                    result = await (self._stream(transport, body) if stream else self._once(transport, body))
                 result = self._finish(result, tools, _turn_kind(request))
                 result.usage.latency_s = time.perf_counter() - started
                 result.usage.calls = 1
@@ -296,6 +302,27 @@ class LLMClient:
                     await asyncio.sleep(delay)
         error = EmptyResponseError if isinstance(last, _EmptyResponse) else LLMError
         raise error(f"{label}: failed after {cfg.max_retries + 1} attempts: {_describe(last)}")
+
+    def end_conversation(self, conversation: str) -> None:
+        """Says that ``conversation`` sends nothing more: on the embedded server its slot is free
+        for the next conversation, which reuses what the two share (a system prompt)."""
+        if (table := self._slot_table(self._base_url)) is not None:
+            table.end(conversation)
+
+    def _in_its_slot(self, base_url: str, request: dict[str, Any], conversation: str | None) -> dict[str, Any]:
+        """On the embedded server (several slots), the request names the slot of its conversation.
+
+        Chosen after the cache key and the seed, which the slot must not change."""
+        if (table := self._slot_table(base_url)) is None:
+            return request
+        return request | {"id_slot": table.pick(request["messages"], conversation)}
+
+    def _slot_table(self, base_url: str | None) -> SlotTable | None:
+        """The embedded server's slot table when it has several slots (this process's view)."""
+        slots = int(os.environ.get("ENVSCALER_EMBEDDED_SLOTS", "1"))
+        if not self.embedded or slots < 2 or not base_url or base_url != os.environ.get("ENVSCALER_EMBEDDED_URL"):
+            return None
+        return slot_table(base_url, slots)
 
     def _backoff(self, attempt: int, exc: Exception) -> float:
         delay = min(self.config.backoff_max_s, self.config.backoff_base_s * 2**attempt)

@@ -40,6 +40,7 @@ class EmbeddedServer:
     model_path: str
     model_sha256: str
     process: subprocess.Popen | None = None
+    slots: int = 1
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
@@ -87,14 +88,28 @@ def default_threads() -> int:
     return max(1, min(os.cpu_count() or 2, 8))
 
 
+# Conversations whose prompts stay in the server between their turns (``slots``). A user-mode
+# rollout alternates the agent's and the simulated user's conversations, two episodes at a time:
+# with one slot, every turn read its whole prompt again.
+DEFAULT_SLOTS = 8
+
+
 def start_server(
-    model: str | None = None, port: int | None = None, n_ctx: int = 8192, threads: int | None = None
+    model: str | None = None,
+    port: int | None = None,
+    n_ctx: int = 8192,
+    threads: int | None = None,
+    slots: int = DEFAULT_SLOTS,
 ) -> EmbeddedServer:
-    """Start the embedded server in a child process and wait until it answers."""
+    """Start the embedded server in a child process and wait until it answers.
+
+    ``n_ctx`` is the context of one conversation; each of the ``slots`` has its own.
+    """
     path, sha = resolve_model_path(model)
     port = port or free_port()
     threads = threads or default_threads()
-    cmd = [sys.executable, "-m", "envscaler_core.llm.embedded", str(path), str(port), str(n_ctx), str(threads)]
+    cmd = [sys.executable, "-m", "envscaler_core.llm.embedded"]
+    cmd += [str(path), str(port), str(n_ctx), str(threads), str(slots)]
     log.info("starting embedded llama.cpp server (%s) on 127.0.0.1:%d", path.name, port)
     quiet = not os.environ.get("ENVSCALER_LLAMA_VERBOSE")
     process = subprocess.Popen(
@@ -103,7 +118,7 @@ def start_server(
         stderr=subprocess.DEVNULL if quiet else None,
         preexec_fn=_die_with_parent,
     )
-    server = EmbeddedServer(f"http://127.0.0.1:{port}/v1", str(path), sha, process)
+    server = EmbeddedServer(f"http://127.0.0.1:{port}/v1", str(path), sha, process, slots)
     try:
         _wait_ready(server.base_url, process, timeout=180)
     except Exception:
@@ -119,24 +134,31 @@ def ensure_embedded_server() -> EmbeddedServer:
         if _server is None and os.environ.get("ENVSCALER_EMBEDDED_URL"):
             # a parent process already runs it (orchestrator, Ray driver): attach, never start another
             _server = EmbeddedServer(
-                os.environ["ENVSCALER_EMBEDDED_URL"], "", os.environ.get("ENVSCALER_EMBEDDED_SHA256", "attached")
+                os.environ["ENVSCALER_EMBEDDED_URL"],
+                "",
+                os.environ.get("ENVSCALER_EMBEDDED_SHA256", "attached"),
+                slots=int(os.environ.get("ENVSCALER_EMBEDDED_SLOTS", "1")),
             )
         if _server is None:
             _server = start_server()
             os.environ["ENVSCALER_EMBEDDED_URL"] = _server.base_url
             os.environ["ENVSCALER_EMBEDDED_SHA256"] = _server.model_sha256
+            os.environ["ENVSCALER_EMBEDDED_SLOTS"] = str(_server.slots)
             atexit.register(_server.stop)
         return _server
 
 
-def _serve_forever(path: str, port: int, n_ctx: int, threads: int) -> None:
+def _serve_forever(path: str, port: int, n_ctx: int, threads: int, slots: int) -> None:
     import xllamacpp
 
     xlc: Any = xllamacpp  # a compiled module: its classes carry no type information
     params = xlc.CommonParams()
     params.model.path = path
-    params.n_ctx = n_ctx
-    params.n_parallel = 1
+    params.n_parallel = slots
+    params.n_ctx = n_ctx * slots
+    # A KV buffer per slot: in this build a request that names its slot (the client does, see
+    # ``slots``) finds nothing cached when the slots share one unified buffer.
+    params.kv_unified = False
     params.port = port
     params.hostnames = ["127.0.0.1"]
     params.cpuparams.n_threads = threads
@@ -152,4 +174,4 @@ def _serve_forever(path: str, port: int, n_ctx: int, threads: int) -> None:
 
 
 if __name__ == "__main__":
-    _serve_forever(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
+    _serve_forever(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))

@@ -7,21 +7,24 @@ import signal
 import threading
 
 from envscaler_core.cli import UserError
+from envscaler_core.llm.embedded import DEFAULT_SLOTS, start_server
 from envscaler_core.llm.models import MODELS, ModelUnavailable
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", choices=sorted(MODELS), help="embedded model (default: qwen2.5-coder-0.5b)")
     parser.add_argument("--port", type=int, default=8080)
-    parser.add_argument("--ctx", type=int, default=8192, help="context length")
+    parser.add_argument("--ctx", type=int, default=16384, help="context length, shared by the slots")
+    parser.add_argument(
+        "--slots", type=int, default=DEFAULT_SLOTS, help="conversations whose prompts stay cached between turns"
+    )
     parser.add_argument("--threads", type=int, help="CPU threads (default: ENVSCALER_EMBEDDED_THREADS, else all cores)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from envscaler_core.llm.embedded import start_server
 
     try:
-        server = start_server(args.model, args.port, args.ctx, args.threads)
+        server = start_server(args.model, args.port, args.ctx, args.threads, args.slots)
     except ModelUnavailable as exc:
         raise UserError(str(exc)) from None
     stop = threading.Event()

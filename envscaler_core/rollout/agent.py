@@ -128,8 +128,21 @@ class AgentPolicy:
         """``[system, user]`` to start an episode."""
         return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": first_user_message}]
 
-    async def act(self, messages: list[dict[str, Any]], cache_salt: str, answer_only: bool = False) -> AgentAction:
+    def end_conversation(self, conversation: str) -> None:
+        """The episode's conversation is over (see ``LLMClient.end_conversation``)."""
+        if self.client is not None:
+            self.client.end_conversation(conversation)
+
+    async def act(
+        self,
+        messages: list[dict[str, Any]],
+        cache_salt: str,
+        answer_only: bool = False,
+        conversation: str | None = None,
+    ) -> AgentAction:
         """One model turn (raises ``LLMError`` if the endpoint fails for good).
+
+        ``conversation`` names the episode's conversation for the client (see ``LLMClient.chat``).
 
         ``answer_only`` asks for a turn without tool calls: ``tool_choice="none"`` natively, the
         answer-only turn schema on schema-turn endpoints. A text-mode agent on an endpoint with
@@ -152,6 +165,7 @@ class AgentPolicy:
                 temperature=self.settings.temperature,
                 max_tokens=self.settings.max_tokens,
                 cache_salt=cache_salt,
+                conversation=conversation,
             )
         except EmptyResponseError:
             if constrained:

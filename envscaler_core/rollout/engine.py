@@ -73,6 +73,7 @@ class RolloutEngine:
                 task.task,
                 self.settings.user_temperature,
                 self.settings.user_max_tokens,
+                conversation=f"{task.id}:user",
             )
         return Episode(task, env, agent, self.settings, user, on_event)
 

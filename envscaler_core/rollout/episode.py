@@ -58,6 +58,7 @@ class Episode:
         self.initial_state: dict[str, Any] = {}
         self._initial: asyncio.Future | None = None  # the initial snapshot of an env still opening
         self._last_agent_text = ""
+        self._conversation = f"{task.id}:agent"  # the agent's conversation, named for the client
         self._started = time.perf_counter()
         # call key -> (state hash right after it, whether it or an earlier same call changed the state)
         self._made: dict[str, tuple[str, bool]] = {}  # (``repeat_note``, ``answer_after_done``)
@@ -158,13 +159,15 @@ class Episode:
 
     async def _ask_agent(self) -> AgentAction:
         salt = f"{self.task.id}:agent:{self.agent_turns}"
-        action = await self.agent.act(self.messages, cache_salt=salt)
+        action = await self.agent.act(self.messages, cache_salt=salt, conversation=self._conversation)
         if not (self.settings.answer_after_done and self._only_done_repeats(action)):
             return action
         # the dropped turn is not in the trajectory, but what it cost is
         self.answers_asked += 1
         spent, latency = action.usage, action.latency_s
-        action = await self.agent.act(self.messages, cache_salt=salt + ":answer", answer_only=True)
+        action = await self.agent.act(
+            self.messages, cache_salt=salt + ":answer", answer_only=True, conversation=self._conversation
+        )
         action.usage, action.latency_s = spent.add(action.usage), latency + action.latency_s
         return action
 
@@ -272,6 +275,9 @@ class Episode:
 
     def _end(self, reason: str) -> None:
         self.next, self.termination = "done", reason
+        self.agent.end_conversation(self._conversation)
+        if self.user is not None:
+            self.user.end_conversation()
         self._emit("end", termination=reason)
 
     def _emit(self, kind: str, **data: Any) -> None:

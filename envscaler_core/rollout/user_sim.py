@@ -67,12 +67,19 @@ class UserSimulator:
         task: The hidden goal.
         temperature: Sampling temperature.
         max_tokens: Cap on one reply (None = endpoint default).
+        conversation: Names the simulator's conversation for the client (see ``LLMClient.chat``).
     """
 
     def __init__(
-        self, client: LLMClient | None, task: str, temperature: float | None = 0.7, max_tokens: int | None = 400
+        self,
+        client: LLMClient | None,
+        task: str,
+        temperature: float | None = 0.7,
+        max_tokens: int | None = 400,
+        conversation: str | None = None,
     ) -> None:
         self.client, self.temperature, self.max_tokens = client, temperature, max_tokens
+        self.conversation = conversation
         self.messages: list[dict[str, Any]] = [
             {"role": "system", "content": render_prompt("envscaler_core.rollout", "user_simulator.md", task=task)}
         ]
@@ -95,6 +102,7 @@ class UserSimulator:
                 max_tokens=self.max_tokens,
                 response_format=schema,
                 cache_salt=f"{cache_salt}:{attempt}",
+                conversation=self.conversation,
             )
             usage = usage.add(result.usage if not result.cached else Usage(cache_hits=1))
             raw, text = result.content, parse_user_reply(result.content)
@@ -104,6 +112,11 @@ class UserSimulator:
             raise EmptyResponseError(f"user: no reply under the turn schema after {EMPTY_RETRIES + 1} tries")
         self.messages.append({"role": "assistant", "content": raw})
         return UserTurn(text=text, raw=raw, usage=usage, latency_s=time.perf_counter() - started)
+
+    def end_conversation(self) -> None:
+        """The episode is over (see ``LLMClient.end_conversation``)."""
+        if self.client is not None and self.conversation:
+            self.client.end_conversation(self.conversation)
 
     def record_human(self, agent_text: str, reply: str) -> UserTurn:
         """Records a turn typed by a person playing the user."""

@@ -71,15 +71,15 @@ def test_embedded_answers_a_required_tool_call(server):
 def test_the_same_seed_gives_the_same_sample(server):
     """At temperature 1 the answer is a draw, fixed by the seed for the same sequence of requests.
 
-    llama.cpp reuses the longest cached prefix of the previous prompt, and a different split
-    between cached and new tokens can round the logits differently; so each sample here follows
-    the same other prompt, as the requests of a seeded run follow each other.
+    llama.cpp reuses the longest cached prefix of a prompt it holds, and a different split between
+    cached and new tokens can round the logits differently. So the repeated draw is taken as a
+    seeded run takes it, on a fresh server after the same other prompt.
     """
 
-    def sample(seed: int, salt: str) -> str:
+    def sample(url: str, seed: int, salt: str) -> str:
         client = LLMClient(
             LLMConfig(
-                base_url=server.base_url,
+                base_url=url,
                 model="embedded",
                 temperature=1.0,
                 max_tokens=24,
@@ -92,18 +92,24 @@ def test_the_same_seed_gives_the_same_sample(server):
             client.chat([{"role": "user", "content": "Invent a name for a bookshop."}], cache_salt=salt)
         ).content
 
-    def other_prompt() -> None:
+    def first_draw(url: str) -> str:
         asyncio.run(
-            LLMClient(
-                LLMConfig(base_url=server.base_url, model="embedded", max_tokens=8, cache=False, llama_cpp=True)
-            ).chat([{"role": "user", "content": "Say hi."}])
+            LLMClient(LLMConfig(base_url=url, model="embedded", max_tokens=8, cache=False, llama_cpp=True)).chat(
+                [{"role": "user", "content": "Say hi."}]
+            )
         )
+        return sample(url, 1, "a")
 
-    other_prompt()
-    first = sample(1, "a")
-    other_prompt()
-    assert sample(1, "a") == first
-    assert len({first, *(sample(s, "a") for s in (2, 3, 4)), sample(1, "b")}) > 1
+    draws = []
+    for _ in range(2):
+        fresh = start_server()
+        try:
+            draws.append(first_draw(fresh.base_url))
+        finally:
+            fresh.stop()
+    first = draws[0]
+    assert draws[1] == first
+    assert len({first, *(sample(server.base_url, s, "a") for s in (2, 3, 4)), sample(server.base_url, 1, "b")}) > 1
 
 
 def test_embedded_structured_output(server):

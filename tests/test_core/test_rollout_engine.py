@@ -237,6 +237,31 @@ def test_schema_constrained_user_replies_or_stops(scripted):
     assert t.termination == "user_stop" and t.reward.final == 1.0
 
 
+def test_on_the_embedded_server_each_conversation_keeps_a_slot_and_an_ended_one_frees_it(scripted, monkeypatch):
+    """The agent's and the user's turns each go to one slot of their own; the next episode's agent
+    starts in the slot the last one freed, where its system prompt is cached."""
+    monkeypatch.setenv("ENVSCALER_EMBEDDED_URL", scripted.base_url)
+    monkeypatch.setenv("ENVSCALER_EMBEDDED_SLOTS", "4")
+    scripted.policy = planned(
+        [_json_turn({"final_answer": "Which book and member?"}), *CONSTRAINED_CHECKOUT[1:]],
+        [
+            _json_turn({"reply": "I want to borrow a book."}),
+            _json_turn({"reply": "Book B1 for member M1."}),
+            _json_turn({"reply": "###STOP###"}),
+        ],
+    )
+
+    def slots_of_one_episode(scenario) -> tuple[set, set]:
+        scripted.requests.clear()
+        assert run_one(scripted, RolloutSettings(mode="user"), scenario, llama_cpp=True).termination == "user_stop"
+        by_user = [("playing a real person" in r["messages"][0]["content"], r["id_slot"]) for r in scripted.requests]
+        return {slot for user, slot in by_user if not user}, {slot for user, slot in by_user if user}
+
+    agent, user = slots_of_one_episode(CHECKOUT)
+    assert len(agent) == len(user) == 1 and agent != user
+    assert slots_of_one_episode(RETURN)[0] == agent
+
+
 @pytest.mark.parametrize("agent_mode", ["fc", "text"])
 def test_a_repeated_call_with_nothing_changed_carries_a_note(scripted, agent_mode):
     """The 0.5B agent repeated one failing call until max_steps (demo, 8 of 8 turns). With
