@@ -15,7 +15,7 @@ system prompt. The client therefore names the slot itself (``id_slot``):
   conversation ended) or to one of the older half of the slots of unnamed requests, never to a
   named conversation still going on: to the one whose messages share the longest prefix with
   it (an ended episode's system prompt, read once), a free one and then the oldest on a tie.
-  Only when every slot holds a named conversation does it take one of the half used longest ago.
+  When no slot qualifies, it takes one of the half used longest ago.
 
 The table lives in the client's process, one per endpoint. Requests from other processes to the
 same server only cost cache hits, never correctness: a busy slot makes a request wait.

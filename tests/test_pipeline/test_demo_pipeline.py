@@ -175,3 +175,50 @@ def test_demo_on_the_embedded_model_completes_and_reports_honestly(tmp_path):
     if kept == 0:
         assert "No synthesized environment passed inspection" in proc.stdout
     assert list(out.rglob("trajectories.jsonl")), "rollouts ran (on the kept or the bundled environment)"
+    _assert_inspection_reports_honestly(out)
+    _assert_scenario_slots_end_with_reasons_and_proofs_replay(out)
+
+
+def _assert_inspection_reports_honestly(out: Path) -> None:
+    """Every built environment is accepted or rejected with a reason, by the paper's keep-rule
+    over every round of every tool (or the build says why it made none)."""
+    from envscaler_core.artifacts import EnvSpec
+
+    envs = [EnvSpec.model_validate(r) for r in _records(out / "envs.jsonl")] if (out / "envs.jsonl").exists() else []
+    failures = _records(out / "failures.jsonl") if (out / "failures.jsonl").exists() else []
+    assert envs or (failures and failures[-1]["reason"]), failures
+    for env in envs:
+        report = env.inspection
+        assert env.status in ("accepted", "rejected") and report is not None and report.reason
+        assert report.accepted == (env.status == "accepted")
+        if report.rounds:
+            assert report.score == (report.pass_count + report.warning_count) / report.rounds
+            assert report.rounds == sum(len(v) for v in report.per_tool.values())
+            assert report.accepted == (report.score >= report.threshold and not report.lost_entities)
+
+
+def _assert_scenario_slots_end_with_reasons_and_proofs_replay(out: Path) -> None:
+    """Each state slot ends proven or dropped with its reasons; a proven scenario's reference
+    solution replays, in a sandbox of its own, to every check true."""
+    from envscaler_core.artifacts import EnvSpec, Scenario
+    from envscaler_core.runtime import Sandbox
+    from envscaler_core.scoring import Scorer
+
+    names = ("scen_states", "scen_tasks", "scen_checked", "scenarios")
+    ended = [
+        Scenario.model_validate(r)
+        for name in names
+        if (out / f"{name}.jsonl").exists()
+        for r in _records(out / f"{name}.jsonl")
+        if r["status"] in ("dropped", "proven")
+    ]
+    for scenario in ended:
+        assert scenario.status == "proven" or scenario.validation.reasons, scenario.id
+    built = _records(out / "envs.jsonl") if (out / "envs.jsonl").exists() else []
+    bundled = _records(ROOT / "interact_with_env" / "data" / "demo_envs.jsonl")  # the fallback's
+    envs = {r["env_id"]: EnvSpec.model_validate(r) for r in [*bundled, *built]}
+    with Sandbox(1) as box:
+        for scenario in (s for s in ended if s.status == "proven"):
+            replay = box.replay(envs[scenario.env_id], scenario.init_config, scenario.reference_solution)
+            checks = Scorer(box).checks(scenario.checklist_with_func, replay.final_state, replay.initial_state)
+            assert all(c.status == "true" for c in checks), (scenario.id, checks)
