@@ -310,10 +310,10 @@ class LLMClient:
             table.end(conversation)
 
     def _in_its_slot(self, base_url: str, request: dict[str, Any], conversation: str | None) -> dict[str, Any]:
-        """On the embedded server (several slots), a named conversation's request names its slot.
+        """On the embedded server (several slots), every request names its slot (``slots``).
 
         Chosen after the cache key and the seed, which the slot must not change."""
-        if conversation is None or (table := self._slot_table(base_url)) is None:
+        if (table := self._slot_table(base_url)) is None:
             return request
         return request | {"id_slot": table.pick(request["messages"], conversation)}
 

@@ -1,21 +1,21 @@
 """Keep each conversation in its own llama.cpp slot, so that a turn reads only its new tokens.
 
 llama.cpp keeps the last prompt of every slot and, for a request that names no slot, picks the
-idle slot whose prompt shares the longest prefix with the new one. That suits one-shot prompts
-(a stage's requests share their template's first tokens), but two conversations of one agent
-share their system prompt, so they keep landing in the same slot and each turn evicts the
+idle slot whose prompt shares the longest prefix with the new one. Two conversations of one
+agent share their system prompt, so they keep landing in the same slot and each turn evicts the
 other's: on the embedded model every rollout turn read its whole conversation again after the
-system prompt. So a named conversation (``LLMClient.chat(conversation=...)``: an episode's
-agent, its simulated user) names its slot (``id_slot``):
+system prompt. So the client names the slot of every request (``id_slot``). A named
+conversation (``LLMClient.chat(conversation=...)``: an episode's agent, its simulated user):
 
 * its requests go to its slot while it holds it, until ``LLMClient.end_conversation`` frees it;
 * a new one takes a free slot (never used, or its conversation ended): the one whose messages
   share the longest prefix with it (an ended episode's system prompt, read once), the oldest on
   a tie. With no slot free it takes one of the half used longest ago.
 
-Unnamed requests are left to llama.cpp. The table lives in the client's process, one per
-endpoint; requests from other processes to the same server only cost cache hits, never
-correctness: a busy slot makes a request wait.
+Unnamed requests (a stage's one-shot prompts) all go to slot 0, which no named conversation
+takes: each reuses what it shares with the one before, as on a server with one slot. The table
+lives in the client's process, one per endpoint; requests from other processes to the same server
+only cost cache hits, never correctness: a busy slot makes a request wait.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import json
 import threading
 from typing import Any
 
+UNNAMED = "\0unnamed"  # the owner of slot 0: one-shot requests
 _tables: dict[str, SlotTable] = {}
 _tables_lock = threading.Lock()
 
@@ -51,13 +52,16 @@ class SlotTable:
             raise ValueError(f"a llama.cpp server has at least one slot, not {slots}")
         self._sent: list[tuple[str, ...]] = [()] * slots
         self._owner: list[str | None] = [None] * slots  # None: free
+        self._owner[0] = UNNAMED if slots > 1 else None
         self._last_use = [0] * slots
         self._clock = 0
         self._lock = threading.Lock()
 
-    def pick(self, messages: list[dict[str, Any]], conversation: str) -> int:
+    def pick(self, messages: list[dict[str, Any]], conversation: str | None) -> int:
         """The slot for a request of ``conversation`` with these messages (two samples of one
         task send the same first messages: only the name tells them apart)."""
+        if conversation is None or len(self._sent) == 1:
+            return 0
         sent = tuple(_digest(m) for m in messages)
         with self._lock:
             slot = self._holding(conversation)
@@ -78,7 +82,7 @@ class SlotTable:
         return next((slot for slot, owner in enumerate(self._owner) if owner == conversation), None)
 
     def _for_a_new_conversation(self, sent: tuple[str, ...]) -> int:
-        by_age = sorted(range(len(self._sent)), key=self._last_use.__getitem__)
+        by_age = sorted(range(1, len(self._sent)), key=self._last_use.__getitem__)
         candidates = [slot for slot in by_age if self._owner[slot] is None]
         if not candidates:
             candidates = by_age[: max(1, len(by_age) // 2)]

@@ -1,5 +1,6 @@
-"""The client's llama.cpp slot table: a named conversation keeps its slot; a new one takes a free
-slot, where an ended conversation's system prompt may still be cached."""
+"""The client's llama.cpp slot table: one-shot requests share slot 0; a named conversation keeps
+its slot; a new one takes a free slot, where an ended conversation's system prompt may still be
+cached."""
 
 import asyncio
 
@@ -46,7 +47,7 @@ def test_a_new_conversation_takes_the_ended_slot_with_its_system_prompt():
 
 
 def test_a_new_conversation_never_evicts_one_still_going_on_while_a_slot_is_free():
-    table = SlotTable(3)
+    table = SlotTable(4)  # slot 0 and three for named conversations
     live = table.pick(conversation("a"), "a")  # shares the system prompt with b
     assert table.pick(conversation("b"), "b") != live
     table.pick(conversation("c"), "c")
@@ -55,11 +56,18 @@ def test_a_new_conversation_never_evicts_one_still_going_on_while_a_slot_is_free
 
 
 def test_ending_a_conversation_it_does_not_hold_changes_nothing():
-    table = SlotTable(2)
+    table = SlotTable(3)
     slot = table.pick(conversation("a"), "a")
     table.end("never started")
     assert table.pick(turn(conversation("a"), "x"), "a") == slot
     assert table.pick(conversation("b"), "b") != slot
+
+
+def test_one_shot_requests_share_slot_0_which_no_conversation_takes():
+    table = SlotTable(3)
+    assert {table.pick(conversation(str(n)), None) for n in range(3)} == {0}
+    assert 0 not in {table.pick(conversation(str(n)), str(n)) for n in range(4)}
+    assert SlotTable(1).pick(conversation("a"), "a") == 0
 
 
 def test_a_server_has_at_least_one_slot():
@@ -90,6 +98,6 @@ def test_the_client_names_each_conversations_slot_on_the_embedded_server(monkeyp
     assert sent[0] != sent[1] and sent == sent[:2] * 2
 
 
-def test_unnamed_requests_and_one_slot_servers_are_left_to_llama_cpp(monkeypatch):
-    assert _slots_sent("4", monkeypatch, named=False) == [None] * 4
+def test_unnamed_requests_go_to_slot_0_and_one_slot_servers_are_sent_no_slot(monkeypatch):
+    assert _slots_sent("4", monkeypatch, named=False) == [0] * 4
     assert _slots_sent(None, monkeypatch) == [None] * 4
