@@ -14,7 +14,7 @@ from envscaler_core.llm.models import MODELS, ModelUnavailable
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", choices=sorted(MODELS), help="embedded model (default: qwen2.5-coder-0.5b)")
     parser.add_argument("--port", type=int, default=8080)
-    parser.add_argument("--ctx", type=int, default=16384, help="context length, shared by the slots")
+    parser.add_argument("--ctx", type=int, default=8192, help="context length of one conversation (one slot)")
     parser.add_argument(
         "--slots", type=int, default=DEFAULT_SLOTS, help="conversations whose prompts stay cached between turns"
     )
@@ -22,7 +22,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-
     try:
         server = start_server(args.model, args.port, args.ctx, args.threads, args.slots)
     except ModelUnavailable as exc:

@@ -25,7 +25,6 @@ import json
 import threading
 from typing import Any
 
-UNNAMED = "\0unnamed"  # the owner of slot 0: one-shot requests
 _tables: dict[str, SlotTable] = {}
 _tables_lock = threading.Lock()
 
@@ -51,8 +50,7 @@ class SlotTable:
         if slots < 1:
             raise ValueError(f"a llama.cpp server has at least one slot, not {slots}")
         self._sent: list[tuple[str, ...]] = [()] * slots
-        self._owner: list[str | None] = [None] * slots  # None: free
-        self._owner[0] = UNNAMED if slots > 1 else None
+        self._owner: list[str | None] = [None] * slots  # None: free (slot 0: never named)
         self._last_use = [0] * slots
         self._clock = 0
         self._lock = threading.Lock()
