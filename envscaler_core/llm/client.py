@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 from envscaler_core.artifacts import Usage
 from envscaler_core.llm.cache import ResponseCache, cache_key
 from envscaler_core.llm.config import LLMConfig
+from envscaler_core.llm.embedded import attached_slots
 from envscaler_core.llm.schema import (
     AGENT_TURN,
     USER_TURN,
@@ -319,7 +320,7 @@ class LLMClient:
 
     def _slot_table(self, base_url: str | None) -> SlotTable | None:
         """The embedded server's slot table when it has several slots (this process's view)."""
-        slots = int(os.environ.get("ENVSCALER_EMBEDDED_SLOTS", "1"))
+        slots = attached_slots()
         if not self.embedded or slots < 2 or not base_url or base_url != os.environ.get("ENVSCALER_EMBEDDED_URL"):
             return None
         return slot_table(base_url, slots)

@@ -94,6 +94,11 @@ def default_threads() -> int:
 DEFAULT_SLOTS = 8
 
 
+def attached_slots() -> int:
+    """The slots of the embedded server this process attached to (``ENVSCALER_EMBEDDED_SLOTS``)."""
+    return int(os.environ.get("ENVSCALER_EMBEDDED_SLOTS", "1"))
+
+
 def start_server(
     model: str | None = None,
     port: int | None = None,
@@ -137,7 +142,7 @@ def ensure_embedded_server() -> EmbeddedServer:
                 os.environ["ENVSCALER_EMBEDDED_URL"],
                 "",
                 os.environ.get("ENVSCALER_EMBEDDED_SHA256", "attached"),
-                slots=int(os.environ.get("ENVSCALER_EMBEDDED_SLOTS", "1")),
+                slots=attached_slots(),
             )
         if _server is None:
             _server = start_server()
