@@ -41,12 +41,18 @@ def _plan_prompt(env: EnvSpec, state: dict, tools: list[dict], cfg: ScenGenerato
         rules=rules_text(env),
         tools=tools_text(tools),
         state=state_text(state),
-        min_calls=cfg.plan_min_calls,
-        max_calls=cfg.plan_max_calls,
+        call_count=call_count_text(cfg.plan_min_calls, cfg.plan_max_calls),
         min_records=cfg.plan_min_records,
         feedback=f"\n# Your previous plan failed\n{feedback}\n" if feedback else "",
     )
     return [{"role": "user", "content": text}]
+
+
+def call_count_text(min_calls: int, max_calls: int) -> str:
+    """How many calls the plan prompt asks for: "exactly 1 call", "2 to 4 calls"."""
+    if min_calls >= max_calls:
+        return f"exactly {max_calls} call" + ("" if max_calls == 1 else "s")
+    return f"{min_calls} to {max_calls} calls"
 
 
 def successful_steps(replay: Replay) -> list[int]:

@@ -31,21 +31,22 @@ def _run_pipeline(out: Path, env: dict, timeout: int, config: str = "configs/dem
     )
 
 
-def _demo_with(tmp_path: Path, stage: str, field: str, value: object) -> str:
-    """The demo preset with one field of one stage changed, as a config file."""
+def _demo_with(tmp_path: Path, stage: str, **fields: object) -> str:
+    """The demo preset with some fields of one stage changed, as a config file."""
     import yaml
 
     config = yaml.safe_load((ROOT / "configs" / "demo.yaml").read_text())
-    config[stage][field] = value
-    path = tmp_path / f"demo-{field}.yaml"
+    config[stage].update(fields)
+    path = tmp_path / f"demo-{'-'.join(fields)}.yaml"
     path.write_text(yaml.safe_dump(config))
     return str(path)
 
 
 def _demo_with_a_lookup(tmp_path: Path) -> str:
-    """The demo preset with ``plan_lookups: 1``: the shipped demo gives the 0.5B agent the ids,
-    the scripted agent can look them up, so the whole lookup path runs end to end here."""
-    return _demo_with(tmp_path, "scen_generator", "plan_lookups", 1)
+    """The demo preset with a lookup and up to two calls: the shipped demo gives the 0.5B agent one
+    call with its id, the scripted agent can look the id up and make both calls, so the whole
+    lookup path runs end to end here."""
+    return _demo_with(tmp_path, "scen_generator", plan_lookups=1, plan_max_calls=2)
 
 
 def test_demo_config_end_to_end_on_the_scripted_server(tmp_path):
@@ -171,7 +172,7 @@ def test_demo_on_the_embedded_model_completes_and_reports_honestly(tmp_path):
     tier's longest part; what two samples yield is measured by bench/demo_reliability.py)."""
     out = tmp_path / "demo"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ENVSCALER_EMBEDDED"))}
-    config = _demo_with(tmp_path, "interact_with_env", "samples", 1)
+    config = _demo_with(tmp_path, "interact_with_env", samples=1)
     proc = _run_pipeline(out, {**env, "ENVSCALER_NO_PROGRESS": "1"}, timeout=3000, config=config)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "EnvScaler pipeline summary" in proc.stdout

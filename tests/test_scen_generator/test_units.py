@@ -8,6 +8,7 @@ from pydantic import ValidationError
 from envscaler_core.llm.schema import model_schema
 from scen_generator.checkers import clean_items
 from scen_generator.mutants import make_mutants
+from scen_generator.plan_first import call_count_text
 from scen_generator.probes import is_query_tool, sample_arguments
 from scen_generator.reference import reference_model
 from scen_generator.state_schema import normalize_state, state_shape
@@ -173,3 +174,11 @@ def test_state_validation_checks_the_rule_predicates(sandbox):
     assert validate_state(sandbox, env, over) == []
     problems = rule_violations(sandbox, env, over)
     assert problems == ["violates rule 3 (No member holds more open loans than max_loans.)"]
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "text"),
+    [(1, 1, "exactly 1 call"), (2, 2, "exactly 2 calls"), (2, 4, "2 to 4 calls")],
+)
+def test_plan_prompt_names_the_number_of_calls(low, high, text):
+    assert call_count_text(low, high) == text
