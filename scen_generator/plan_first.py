@@ -139,9 +139,12 @@ async def generate_plan(
             problems.append(f"attempt {attempt + 1}: {str(exc)[:300]}")
             continue
         plan: Any = answer  # a model built from the tools at run time
-        calls = [ToolCall(name=c.name, arguments=c.arguments) for c in plan.calls][: cfg.plan_max_calls]
+        calls = [ToolCall(name=c.name, arguments=c.arguments) for c in plan.calls]
         replay = await sandbox.areplay(env, state, calls)
-        kept = [calls[i] for i in successful_steps(replay)]
+        # The whole plan runs, and the first plan_max_calls of its successful changing calls are
+        # kept: a small model writes more calls than asked and its first is often the one that
+        # fails. _qualify replays the kept calls on their own, so the reference is what they do.
+        kept = [calls[i] for i in successful_steps(replay)][: cfg.plan_max_calls]
         undone = bool(kept) and state_hash(replay.final_state) == state_hash(replay.initial_state)
         shortfall: list[Lookup] | str = ""
         if kept and not undone:

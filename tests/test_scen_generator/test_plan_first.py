@@ -476,3 +476,16 @@ def test_successful_calls_of_several_samples_are_merged_into_one_plan(scripted, 
         assert problems[-1] == "attempt 2: merged with the successful calls of earlier samples"
     else:
         assert calls is None and len(problems) == 3
+
+
+def test_the_kept_calls_are_the_first_successful_ones_of_a_longer_plan(scripted):
+    calls, _, problems = toy_plan(
+        scripted,
+        [[put("a", 0), put("b", 2), put("a", 5)], [put("b", 3)]],  # the first call changes nothing
+        {"a": 0, "b": 0},
+        plan_min_calls=1,
+        plan_max_calls=1,
+        plan_min_records=1,
+    )
+    assert [c.arguments for c in calls] == [{"key": "b", "value": 2}]
+    assert problems == [] and len(scripted.completion_requests) == 1
