@@ -57,7 +57,13 @@ class ScenGeneratorConfig(StageConfig):
         plan_merge_samples: When a sample falls short, also try its successful state-changing calls
             together with those of the earlier samples (replayed as one plan, held to the same
             rules): a small model that gets one change right per sample still yields a plan.
-        plan_task_min_words: Minimum length of a ``plan_first`` task.
+        plan_task_writer: Who words a ``plan_first`` request: ``model`` (the LLM, held to the checks
+            below) or ``template`` (``prompts/task_template.md`` around the plan's changes as plain
+            instructions, "Change the books record 'B1': set status to 'reserved'."; no LLM call).
+            ``template`` is exact, for writers too small to restate a change: the 0.5B, shown
+            "set author to 'F. Scott Fitzgerald' (now 'Harper Lee')", wrote "... to 'Harper Lee'
+            (now 'F. Scott Fitzgerald')", and no agent could solve that request.
+        plan_task_min_words: Minimum length of a model-written ``plan_first`` task.
         plan_missing_values: When the model's request still omits values the checkers compare
             after ``task_attempts``: ``reask`` drops the state; ``append`` keeps the last request
             with "Use these exact values: ..." added (recorded in the scenario's notes; for models
@@ -98,6 +104,7 @@ class ScenGeneratorConfig(StageConfig):
     plan_lookups: int = 1
     plan_attempts: int = 3
     plan_merge_samples: bool = True
+    plan_task_writer: Literal["model", "template"] = "model"
     plan_task_min_words: int = 12
     plan_missing_values: Literal["reask", "append"] = "reask"
     solve_samples: int = 0

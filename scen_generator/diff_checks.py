@@ -25,13 +25,16 @@ class DiffCheck:
     ``change`` says the same as ``item`` as an instruction with the value before ("set status to
     'reserved' (now 'available')"): a request writer shown the question ("Has ... got status
     'reserved'?") tends to write "Check whether ..." (measured on the 0.5B), which no agent can
-    turn into the change.
+    turn into the change. ``instruction`` is the same without the value before: the templated
+    request (``plan_task_writer: template``) says only what to set, since the 0.5B agent, shown
+    both values, sometimes writes the old one.
     """
 
     item: str
     source: str
     values: list[Any]
     change: str = ""
+    instruction: str = ""
 
 
 def _is_record_table(value: Any) -> bool:
@@ -109,12 +112,14 @@ def _record_checks(
     checks = []
     for key in before:
         if key not in after:
+            removal = f"Remove the {container} record '{key}'."
             checks.append(
                 DiffCheck(
                     f"Has the {container} record '{key}' been removed?",
                     _removed_checker(container, key),
                     _mentionable([key], new_fields_hint),
-                    f"Remove the {container} record '{key}'.",
+                    removal,
+                    removal,
                 )
             )
     for key, record in after.items():
@@ -125,12 +130,14 @@ def _record_checks(
             fields = hinted or fields
             if fields:
                 text = ", ".join(f"{k} = {_describe(v)}" for k, v in fields.items())
+                creation = f"Create a new {container} record with {text}."
                 checks.append(
                     DiffCheck(
                         f"Has a new {container} record been created with {text}?",
                         _new_record_checker(container, fields),
                         _mentionable(fields.values(), new_fields_hint),
-                        f"Create a new {container} record with {text}.",
+                        creation,
+                        creation,
                     )
                 )
             continue
@@ -143,12 +150,14 @@ def _record_checks(
                 f"set {k} to {_describe(v)}" + (f" (now {_describe(before[key][k])})" if k in before[key] else "")
                 for k, v in changed.items()
             )
+            plain_sets = ", ".join(f"set {k} to {_describe(v)}" for k, v in changed.items())
             checks.append(
                 DiffCheck(
                     f"Has the {container} record '{key}' got {text}?",
                     _field_checker(container, key, changed),
                     _mentionable([key, *changed.values()], new_fields_hint),
                     f"Change the {container} record '{key}': {sets}.",
+                    f"Change the {container} record '{key}': {plain_sets}.",
                 )
             )
     return checks
@@ -224,6 +233,7 @@ def diff_checks(
                     _value_checker(name, after),
                     _mentionable([after] if not isinstance(after, (list, dict)) else [], hint),
                     f"Set {name} to {_describe(after)}{now}.",
+                    f"Set {name} to {_describe(after)}.",
                 )
             )
     return checks[:limit]

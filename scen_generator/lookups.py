@@ -124,14 +124,14 @@ def hide_ids(checks: list[DiffCheck], lookups: list[Lookup]) -> list[DiffCheck]:
     """``checks`` as the request writer sees them: each hidden id replaced by its description."""
     out = []
     for check in checks:
-        item, change, values = check.item, check.change, list(check.values)
+        item, change, instruction, values = check.item, check.change, check.instruction, list(check.values)
         for lookup in lookups:
-            item, change = (_described(text, lookup) for text in (item, change))
+            item, change, instruction = (_described(text, lookup) for text in (item, change, instruction))
             if lookup.key in values:
                 values = [v for v in values if v != lookup.key]
                 if lookup.value not in values:
                     values.append(lookup.value)
-        out.append(replace(check, item=item, change=change, values=values))
+        out.append(replace(check, item=item, change=change, instruction=instruction, values=values))
     return out
 
 

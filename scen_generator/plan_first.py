@@ -280,8 +280,13 @@ async def generate_planned_task(
     lookups: Sequence[Lookup] = (),
 ) -> tuple[str | None, list[str]]:
     """The user's request for the planned change; it must name every value the checkers need,
-    except the ids of ``lookups``, which it must describe instead (and never give)."""
+    except the ids of ``lookups``, which it must describe instead (and never give).
+
+    With ``plan_task_writer: template`` the request is :func:`templated_task` and no model is asked.
+    """
     checks = hide_ids(checks, list(lookups))
+    if cfg.plan_task_writer == "template":
+        return templated_task(checks), ["the request is the plan's changes, templated"]
     changes = "\n".join(f"- {c.change or c.item}" for c in checks)
     prompt = render_prompt(
         "scen_generator",
@@ -330,6 +335,13 @@ async def generate_planned_task(
     if cfg.plan_missing_values == "append" and last:
         return with_values_appended(last, checks), problems + ["the missing values were appended"]
     return None, problems
+
+
+def templated_task(checks: list[DiffCheck]) -> str:
+    """The request as ``prompts/task_template.md`` words it: each change as a plain instruction
+    (ids already replaced by descriptions where the agent must look them up)."""
+    changes = " ".join(c.instruction or c.change for c in checks)
+    return render_prompt("scen_generator", "task_template.md", changes=changes).strip()
 
 
 def with_values_appended(task: str, checks: list[DiffCheck]) -> str:

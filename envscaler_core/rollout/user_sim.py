@@ -5,8 +5,10 @@ messages prefixed ``[Agent]`` and the simulator's answers are ``assistant`` mess
 simulator answers ``# Thought:`` / ``# Reply:``; only the reply reaches the agent. Any
 ``###STOP###`` ends the conversation. An empty reply is asked for once more, then reported
 as empty (the episode is flagged, never scored as if the user had spoken). On endpoints without
-native tool calling the turn is decoded under a schema (``{"reply": text | "###STOP###"}``); an
-empty reply there is an endpoint failure (``EmptyResponseError``), not a scored episode.
+native tool calling the turn is decoded under a schema (``{"reply": text | "###STOP###"}``) and
+the prompt asks for that JSON, with no thought: asked for ``# Thought:`` / ``# Reply:`` under it,
+the 0.5B wrote its thought into the reply, which reached the agent. An empty reply there is an
+endpoint failure (``EmptyResponseError``), not a scored episode.
 """
 
 from __future__ import annotations
@@ -80,15 +82,18 @@ class UserSimulator:
     ) -> None:
         self.client, self.temperature, self.max_tokens = client, temperature, max_tokens
         self.conversation = conversation
-        self.messages: list[dict[str, Any]] = [
-            {"role": "system", "content": render_prompt("envscaler_core.rollout", "user_simulator.md", task=task)}
-        ]
+        # Under the turn schema the prompt asks for its JSON (user_turn_schema), not a thought.
+        output = "user_output_json.md" if client is not None and client.schema_turns else "user_output_text.md"
+        output_format = render_prompt("envscaler_core.rollout", output).strip()
+        system = render_prompt("envscaler_core.rollout", "user_simulator.md", task=task, output_format=output_format)
+        self.messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
 
     async def opening(self, cache_salt: str) -> UserTurn:
-        """The user's first message (answering the standard agent greeting)."""
-        return await self.reply(GREETING, cache_salt)
+        """The user's first message (answering the standard agent greeting). A stop there is asked
+        for once more, like an empty reply: nothing can be done before the agent has acted."""
+        return await self.reply(GREETING, cache_salt, stop_allowed=False)
 
-    async def reply(self, agent_text: str, cache_salt: str) -> UserTurn:
+    async def reply(self, agent_text: str, cache_salt: str, stop_allowed: bool = True) -> UserTurn:
         """The user's answer to ``agent_text`` (raises ``LLMError`` if the endpoint fails)."""
         assert self.client is not None, "no user client configured"
         self.messages.append({"role": "user", "content": f"[Agent] {agent_text}"})
@@ -106,7 +111,7 @@ class UserSimulator:
             )
             usage = usage.add(result.usage if not result.cached else Usage(cache_hits=1))
             raw, text = result.content, parse_user_reply(result.content)
-            if text:
+            if text and (stop_allowed or text != STOP):
                 break
         if not text and constrained:
             raise EmptyResponseError(f"user: no reply under the turn schema after {EMPTY_RETRIES + 1} tries")

@@ -11,7 +11,15 @@ from envscaler_core.artifacts import ChecklistItem
 from envscaler_core.llm import ResponseCache
 from envscaler_core.rollout import RolloutSettings, episode_tasks, run_episodes
 from envscaler_core.testing.scripted_server import Reply
-from tests.test_interact_with_env.helpers import CHECKOUT_PLAN, RETURN_PLAN, engine_for, fixture_inputs, planned
+from tests.test_interact_with_env.helpers import (
+    CHECKOUT_PLAN,
+    RETURN_PLAN,
+    engine_for,
+    fixture_inputs,
+    is_user_request,
+    planned,
+    turn_index,
+)
 
 ENVS, SCENARIOS = fixture_inputs()
 CHECKOUT, RETURN = SCENARIOS
@@ -126,6 +134,22 @@ def test_stop_before_the_state_change_is_flagged(scripted):
     assert t.reward.final == 0.0
 
 
+def test_a_stop_as_the_opening_is_asked_for_again(scripted):
+    """The 0.5B user sometimes opened with ###STOP###, which ended the episode before the agent
+    acted; nothing can be done by then, so the opening is asked for once more."""
+    openings = iter([Reply.text("###STOP###"), Reply.text("# Reply: Lend B1 to M1")])
+
+    def policy(request):
+        if is_user_request(request):
+            return next(openings) if turn_index(request) == 0 else Reply.text("###STOP###")
+        return CHECKOUT_PLAN[min(turn_index(request), len(CHECKOUT_PLAN) - 1)]
+
+    scripted.policy = policy
+    t = run_one(scripted, RolloutSettings(mode="user"))
+    assert t.messages[1] == {"role": "user", "content": "Lend B1 to M1"}
+    assert t.termination == "user_stop" and t.flags == [] and t.reward.final == 1.0
+
+
 def test_max_steps_ends_the_episode(scripted):
     scripted.policy = planned([Reply.tool_call("list_books")])
     t = run_one(scripted, RolloutSettings(max_steps=3), progress=False)
@@ -230,6 +254,8 @@ def test_schema_constrained_user_replies_or_stops(scripted):
     t = run_one(scripted, RolloutSettings(mode="user"), schema_turns=True)
     user_requests = [r for r in scripted.completion_requests if "playing a real person" in r["messages"][0]["content"]]
     assert user_requests[0]["response_format"]["json_schema"]["name"] == "user_turn"
+    system = user_requests[0]["messages"][0]["content"]
+    assert '{"reply": ' in system and "# Thought:" not in system  # the prompt asks for the schema's JSON
     assert [m["content"] for m in t.messages if m["role"] == "user"][:2] == [
         "I want to borrow a book.",
         "Book B1 for member M1.",

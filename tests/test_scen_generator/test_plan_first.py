@@ -407,6 +407,8 @@ def test_the_writer_sees_instructions_and_a_request_that_only_checks_is_reasked(
         "Create a new books record with title = 'Ulysses'.",
         "Remove the members record 'M1'.",
     ]
+    assert checks[0].instruction == "Change the books record 'B1': set status to 'reserved'."
+    assert [c.instruction for c in checks[1:]] == [c.change for c in checks[1:]]
     drafts = iter(
         [
             "Check if book B1 has status reserved, then see whether Ulysses exists and M1 is gone.",
@@ -424,6 +426,35 @@ def test_the_writer_sees_instructions_and_a_request_that_only_checks_is_reasked(
     assert "asks to check, not to make the changes" in problems[0]
     first = scripted.completion_requests[0]["messages"][0]["content"]
     assert "- Remove the members record 'M1'." in first and "Has the" not in first
+
+
+def test_a_templated_request_states_each_change_without_the_value_before_and_asks_no_model(scripted):
+    """Shown "set author to 'F. Scott Fitzgerald' (now 'Harper Lee')", the 0.5B wrote "... to
+    'Harper Lee' (now 'F. Scott Fitzgerald')". The templated request says only what to set, and a
+    record the agent must look up is still described, never given by id."""
+    import asyncio
+
+    from envscaler_core.artifacts import EnvSpec
+    from envscaler_core.llm import LLMClient
+    from scen_generator.config import ScenGeneratorConfig
+    from scen_generator.lookups import Lookup
+    from scen_generator.plan_first import generate_planned_task
+
+    after = {"books": {**BOOKS["books"], "B1": dict(BOOKS["books"]["B1"], status="reserved")}}
+    checks = diff_checks({"books": BOOKS["books"]}, after, argument_values=["B1", "reserved"])
+    env = EnvSpec(id="lib", env_class_name="L", env_class_code="class L: ...")
+    cfg = ScenGeneratorConfig(plan_task_writer="template")
+    client = LLMClient(scripted.config())
+    task, notes = asyncio.run(generate_planned_task(client, env, BOOKS, checks, cfg, "test"))
+    assert task == (
+        "Please do this for me in the system: Change the books record 'B1': set status to 'reserved'. "
+        "Then tell me that it is done."
+    )
+    assert "available" not in task and notes == ["the request is the plan's changes, templated"]
+    lookup = Lookup(container="books", key="B1", field="title", value="Dune", tool="list_books")
+    task, _ = asyncio.run(generate_planned_task(client, env, BOOKS, checks, cfg, "test", [lookup]))
+    assert "Change the books record whose title is 'Dune': set status to 'reserved'." in task and "B1" not in task
+    assert scripted.completion_requests == []
 
 
 def test_the_agent_is_rolled_out_on_each_proven_scenario_and_its_pass_rate_recorded(model, scripted_env, tmp_path):
