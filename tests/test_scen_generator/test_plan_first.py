@@ -273,6 +273,22 @@ def test_a_plan_whose_calls_undo_each_other_is_reasked(scripted):
     assert "change at least 2 different records" in scripted.completion_requests[2]["messages"][0]["content"]
 
 
+def test_a_sample_that_undoes_itself_still_gives_its_first_change_to_a_one_call_plan(scripted):
+    """The 0.5B wrote create, update, delete of one book in all three samples of a state; with
+    one-call plans the create alone is the plan (the kept calls, not the sample, must change
+    something)."""
+    calls, _, problems = toy_plan(
+        scripted,
+        [[put("a", 1), put("a", 2), put("a", 0)], [put("b", 3)]],
+        {"a": 0, "b": 0},
+        plan_min_calls=1,
+        plan_max_calls=1,
+        plan_min_records=1,
+    )
+    assert [c.arguments for c in calls] == [{"key": "a", "value": 1}]
+    assert problems == [] and len(scripted.completion_requests) == 1
+
+
 def test_missing_values_can_be_appended_instead_of_dropping(model, scripted_env, tmp_path):
     model.overrides["TaskDraft"] = lambda r: Reply.json({"analysis": "", "task": TASK})  # never names L001
     assert cli(tmp_path, "states", "--per-env", "1") == 0
