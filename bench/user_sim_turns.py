@@ -62,8 +62,7 @@ async def run(samples: int, temperature: float) -> None:
         counts = Counter(outcome(t) for t in turns)
         example = next((t.text for t in turns if outcome(t) != "stop"), turns[0].text)
         print(
-            f"{moment:<9}  {counts['stop']:>4}  {counts['talk']:>4}  {counts['thought leaked']:>14}  "
-            f"{example[:90]!r}"
+            f"{moment:<9}  {counts['stop']:>4}  {counts['talk']:>4}  {counts['thought leaked']:>14}  {example[:90]!r}"
         )
 
 
