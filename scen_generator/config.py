@@ -62,7 +62,7 @@ class ScenGeneratorConfig(StageConfig):
             instructions, "Change the books record 'B1': set status to 'reserved'."; no LLM call).
             ``template`` is exact, for writers too small to restate a change: the 0.5B, shown
             "set author to 'F. Scott Fitzgerald' (now 'Harper Lee')", wrote "... to 'Harper Lee'
-            (now 'F. Scott Fitzgerald')", and no agent could solve that request.
+            (now 'F. Scott Fitzgerald')", and the 0.5B agent then wrote the old author.
         plan_task_min_words: Minimum length of a model-written ``plan_first`` task.
         plan_missing_values: When the model's request still omits values the checkers compare
             after ``task_attempts``: ``reask`` drops the state; ``append`` keeps the last request

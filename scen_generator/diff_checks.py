@@ -146,21 +146,25 @@ def _record_checks(
         changed = _changed_fields(before[key], record, skip) if isinstance(before[key], dict) else {}
         if changed:
             text = " and ".join(f"{k} {_describe(v)}" for k, v in changed.items())
-            sets = ", ".join(
-                f"set {k} to {_describe(v)}" + (f" (now {_describe(before[key][k])})" if k in before[key] else "")
-                for k, v in changed.items()
-            )
-            plain_sets = ", ".join(f"set {k} to {_describe(v)}" for k, v in changed.items())
             checks.append(
                 DiffCheck(
                     f"Has the {container} record '{key}' got {text}?",
                     _field_checker(container, key, changed),
                     _mentionable([key, *changed.values()], new_fields_hint),
-                    f"Change the {container} record '{key}': {sets}.",
-                    f"Change the {container} record '{key}': {plain_sets}.",
+                    f"Change the {container} record '{key}': {_set_phrases(changed, before[key])}.",
+                    f"Change the {container} record '{key}': {_set_phrases(changed)}.",
                 )
             )
     return checks
+
+
+def _set_phrases(changed: dict[str, Any], before: dict | None = None) -> str:
+    """The changed fields as "set status to 'reserved', set due to ..."; with ``before``, each old
+    value follows as "(now ...)"."""
+    return ", ".join(
+        f"set {k} to {_describe(v)}" + (f" (now {_describe(before[k])})" if before is not None and k in before else "")
+        for k, v in changed.items()
+    )
 
 
 def _hashable_in(value: Any, pool: set[Any]) -> bool:

@@ -352,7 +352,7 @@ async def generate_planned_task(
 def templated_task(checks: list[DiffCheck]) -> str:
     """The request as ``prompts/task_template.md`` words it: each change as a plain instruction
     (ids already replaced by descriptions where the agent must look them up)."""
-    changes = " ".join(c.instruction or c.change for c in checks)
+    changes = " ".join(c.instruction for c in checks)
     return render_prompt("scen_generator", "task_template.md", changes=changes).strip()
 
 
