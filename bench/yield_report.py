@@ -89,14 +89,14 @@ def scenario_rows(run: Path) -> list[dict]:
     for s in _read(run / "scenarios.jsonl", Scenario):
         if s.status != "proven":
             continue
-        calls = s.state_changing_calls if s.state_changing_calls is not None else len(s.reference_solution)
+        calls = s.difficulty.calls if s.difficulty is not None else len(s.reference_solution)
         rows.append(
             {
                 "scenario": s.id,
                 "calls": calls,
                 "lookups": len(s.lookups),
                 "checks": len(s.checklist_with_func),
-                "agent_samples": s.agent_pass_rate.samples if s.agent_pass_rate else None,
+                "agent_samples": s.difficulty.samples if s.difficulty and s.difficulty.pass_rate is not None else None,
                 "agent_pass_rate": _round(scenario_pass_rate(s), 2),
                 "rollout_pass_rate": _round(rolled.get(s.id), 2),
                 "task": s.task[:90],

@@ -49,6 +49,7 @@ class ArtifactModel(BaseModel):
     def _drop_unknown_when_stored(cls, data: Any, info: ValidationInfo) -> Any:
         if not (isinstance(data, dict) and info.context and info.context.get("stored")):
             return data
+        data = cls._upgrade_stored(data)
         known = set(cls.model_fields) | {f.alias for f in cls.model_fields.values() if f.alias}
         unknown = sorted(k for k in data if k not in known)
         if not unknown:
@@ -63,6 +64,11 @@ class ArtifactModel(BaseModel):
         if unknown:
             raise ValueError(f"{type(self).__name__} has no field {', '.join(unknown)}")
         return super().model_copy(update=update, deep=deep)
+
+    @classmethod
+    def _upgrade_stored(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """Stored data in this version's shape (fields an older version wrote under other names)."""
+        return data
 
     @classmethod
     def from_stored(cls: type[A], data: Any) -> A:
@@ -229,18 +235,6 @@ class ChecklistItem(ArtifactModel):
     reference_value: bool | None = None
 
 
-class ValidationReport(ArtifactModel):
-    proven: bool = False
-    reference_reward: float | None = None
-    null_reward: float | None = None
-    mutant_rewards: list[float] = Field(default_factory=list)
-    reference_errors: list[str] = Field(default_factory=list)
-    repairs: list[dict[str, Any]] = Field(default_factory=list)
-    reasons: list[str] = Field(default_factory=list)
-    checker_errors: list[str] = Field(default_factory=list)
-    mutants: list[dict[str, Any]] = Field(default_factory=list)
-
-
 class LookupRecord(ArtifactModel):
     """An id a ``plan_first`` request leaves out: the record, how the request names it, and the
     query tool that shows the id next to that description."""
@@ -252,15 +246,75 @@ class LookupRecord(ArtifactModel):
     tool: str
 
 
-class AgentPassRate(ArtifactModel):
-    """The configured agent's record on a proven scenario (``solve_samples`` episodes)."""
+class Difficulty(ArtifactModel):
+    """How hard a proven scenario is: what its reference solution does, and, once an agent has been
+    rolled out on it, how often that agent solved it.
 
-    samples: int = 0
-    """Scored episodes (endpoint failures are not episodes: see ``errors``)."""
-    passes: int = 0
-    rewards: list[float] = Field(default_factory=list)
-    errors: int = 0
+    ``links`` counts calls that take an argument from an earlier call of the reference (the key of
+    a record it created, or an id it returned); ``distractors`` counts records the plan works on
+    that have a namesake in the state (a name or title close to theirs).
+    """
+
+    calls: int = 0
+    """Successful state-changing calls of the reference."""
+    records: int = 0
+    """Records (or top-level values) the reference changes."""
+    lookups: int = 0
+    """Ids the request leaves out, which the agent must look up."""
+    links: int = 0
+    tools: int = 0
+    """Distinct tools among the reference's calls."""
+    distractors: int = 0
     pass_rate: float | None = None
+    """Share of scored episodes with reward 1.0 (None until measured)."""
+    samples: int = 0
+    """Scored episodes behind ``pass_rate`` (endpoint failures are not episodes: see ``errors``)."""
+    errors: int = 0
+    agent: str = ""
+    """The model the pass rate was measured with."""
+
+    def measured(self, pass_rate: float | None, samples: int, errors: int, agent: str) -> Difficulty:
+        """A copy with the agent's measurement."""
+        return self.model_copy(update={"pass_rate": pass_rate, "samples": samples, "errors": errors, "agent": agent})
+
+
+class CollateralGate(ArtifactModel):
+    """What a scenario's reward lets an episode change (:mod:`envscaler_core.collateral`): the
+    paths its reference changes, and per container how many records it adds. Any other change
+    multiplies the checklist share by ``factor``."""
+
+    paths: list[str] = Field(default_factory=list)
+    new_records: dict[str, int] = Field(default_factory=dict)
+    factor: float = 0.0
+
+
+class CollateralProbe(ArtifactModel):
+    """The proof's collateral probe: the reference plus one extra successful change elsewhere."""
+
+    call: ToolCall | None = None
+    """The extra call (None when no call changes anything outside what the reference changes)."""
+    paths: list[str] = Field(default_factory=list)
+    """What it changed outside the reference's changes."""
+    reward: float | None = None
+    checklist: float | None = None
+    """The checklist share alone (the paper's reward)."""
+    caught_by: Literal["gate", "checklist", "none", ""] = ""
+    """What keeps the probe below 1.0: a checker (``checklist``), only the gate (``gate``), or
+    nothing (``none``: the reward ignores the change)."""
+    note: str = ""
+
+
+class ValidationReport(ArtifactModel):
+    proven: bool = False
+    reference_reward: float | None = None
+    null_reward: float | None = None
+    mutant_rewards: list[float] = Field(default_factory=list)
+    reference_errors: list[str] = Field(default_factory=list)
+    repairs: list[dict[str, Any]] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=list)
+    checker_errors: list[str] = Field(default_factory=list)
+    mutants: list[dict[str, Any]] = Field(default_factory=list)
+    collateral: CollateralProbe | None = None
 
 
 class Scenario(Record):
@@ -279,16 +333,30 @@ class Scenario(Record):
     """Rules the initial state breaks (``state_rules: record``)."""
     task_notes: list[str] = Field(default_factory=list)
     """Problems of earlier task drafts (``plan_first``)."""
-    state_changing_calls: int | None = None
-    """State-changing calls of the reference (``plan_first``)."""
     lookups: list[LookupRecord] = Field(default_factory=list)
     """Ids the request does not give; the agent must look them up (``plan_first``)."""
-    agent_pass_rate: AgentPassRate | None = None
-    """How often the configured agent solved it after the proof (``solve_samples``)."""
+    difficulty: Difficulty | None = None
+    """What the reference does and, once measured, how often an agent solves it (proven scenarios)."""
+    collateral_gate: CollateralGate | None = None
+    """What the reward lets an episode change besides the checklist (None: the checklist alone)."""
 
     def model_post_init(self, __context: Any) -> None:
         if not self.task_id:
             self.task_id = self.id
+
+    @classmethod
+    def _upgrade_stored(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """Files written before ``difficulty`` kept the reference's size in ``state_changing_calls``
+        and the agent's record in ``agent_pass_rate``."""
+        calls, rate = data.get("state_changing_calls"), data.get("agent_pass_rate")
+        if "difficulty" in data or (calls is None and not rate):
+            return data
+        difficulty: dict[str, Any] = {"calls": calls or 0, "lookups": len(data.get("lookups") or [])}
+        if isinstance(rate, dict):
+            difficulty.update(
+                pass_rate=rate.get("pass_rate"), samples=rate.get("samples", 0), errors=rate.get("errors", 0)
+            )
+        return {**data, "difficulty": difficulty}
 
 
 # ---------------------------------------------------------------- stage 3: rollouts
@@ -323,11 +391,18 @@ class CheckOutcome(ArtifactModel):
 
 
 class RewardBreakdown(ArtifactModel):
+    """An episode's reward: ``final`` is ``checklist`` (the share of checks that are True), gated
+    on ``collateral`` when the scenario has a :class:`CollateralGate`."""
+
     final: float = 0.0
     checks: list[CheckOutcome] = Field(default_factory=list)
     checker_errors: int = 0
     progress: list[float] = Field(default_factory=list)
     state_match: bool | None = None
+    checklist: float | None = None
+    """The share of checks that are True, before the collateral gate."""
+    collateral: list[str] = Field(default_factory=list)
+    """What the episode changed outside what the reference changes (``books/B7``, ``members/M1/fines``)."""
 
 
 class Trajectory(Record):

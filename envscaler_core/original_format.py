@@ -111,6 +111,10 @@ def load_scenarios(path: Path | str) -> list[Scenario]:
         item = dict(item)
         item["init_config"] = _maybe_json(item.get("init_config", {})) or {}
         item["checklist_with_func"] = _maybe_json(item.get("checklist_with_func", [])) or []
+        item["collateral_gate"] = _maybe_json(item.get("collateral_gate")) or None
+        difficulty = {k.removeprefix("difficulty_"): item.pop(k) for k in list(item) if k.startswith("difficulty_")}
+        if any(v is not None for v in difficulty.values()):
+            item["difficulty"] = {k: v for k, v in difficulty.items() if v is not None}
         item["id"] = str(item.get("task_id") or f"{item.get('env_id')}-task_{index}")
         item.setdefault("status", "proven" if item["checklist_with_func"] else "task")
         try:
@@ -161,5 +165,9 @@ def export_scenarios(scenarios: Iterable[Scenario], with_checkers: bool) -> list
             record["checklist_with_func"] = [
                 {"check_item": c.check_item, "check_func": c.check_func} for c in s.checklist_with_func
             ]
+            if s.collateral_gate:  # our addition: the reward's gate travels with the checkers
+                record["collateral_gate"] = s.collateral_gate.model_dump()
+        if s.difficulty:
+            record["difficulty"] = s.difficulty.model_dump()
         out.append(record)
     return out

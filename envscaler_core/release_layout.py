@@ -36,7 +36,19 @@ SCENARIO_FIELDS = {
     "task": "the task given to the agent (or the simulated user)",
     "checklist_with_func": "JSON string: [{check_item, check_func}], `def check_func(final_state)` "
     "returning a bool; `initial_state` is a global when it runs",
+    "collateral_gate": "JSON string: {paths, new_records, factor}: what the reward lets an episode change besides "
+    "the checklist (null: the checklist alone)",
+    "difficulty_calls": "state-changing calls of the reference solution",
+    "difficulty_records": "records the reference changes",
+    "difficulty_lookups": "ids the task leaves out, which the agent must look up",
+    "difficulty_links": "calls that take a key an earlier call created",
+    "difficulty_tools": "distinct tools of the reference",
+    "difficulty_distractors": "looked-up records with a namesake in the state",
+    "difficulty_pass_rate": "share of an agent's episodes that solved it (null: not measured)",
+    "difficulty_samples": "episodes behind the pass rate",
+    "difficulty_agent": "the model the pass rate was measured with",
 }
+DIFFICULTY_COLUMNS = ("calls", "records", "lookups", "links", "tools", "distractors", "pass_rate", "samples", "agent")
 TRAJECTORY_FIELDS = {
     "traj_type": "`conversation` (with a simulated user) or `non_conversation`",
     "task_info": "{env_id, task_id, task} of the scenario played",
@@ -135,7 +147,7 @@ def env_row(env: EnvSpec) -> dict[str, Any]:
 
 def scenario_row(scenario: Scenario, with_checkers: bool) -> dict[str, Any]:
     """One scenario as a release row (SFT without, RL with ``checklist_with_func``)."""
-    row = {
+    row: dict[str, Any] = {
         "env_id": scenario.env_id,
         "env_class_name": scenario.env_class_name,
         "task_id": scenario.task_id,
@@ -146,6 +158,10 @@ def scenario_row(scenario: Scenario, with_checkers: bool) -> dict[str, Any]:
         row["checklist_with_func"] = _dumps(
             [{"check_item": c.check_item, "check_func": c.check_func} for c in scenario.checklist_with_func]
         )
+        gate = scenario.collateral_gate
+        row["collateral_gate"] = _dumps(gate.model_dump()) if gate else None
+    difficulty = scenario.difficulty.model_dump() if scenario.difficulty else {}
+    row.update({f"difficulty_{name}": difficulty.get(name) for name in DIFFICULTY_COLUMNS})
     return row
 
 

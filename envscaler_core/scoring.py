@@ -15,6 +15,10 @@ Used by rollouts (``rollout.rewards.ChecklistReward``), the scenario proof, the 
 * ``state_match``: final state hash == hash after replaying the scenario's reference solution
   on a fresh instance (None without a reference solution; replayed once per scenario, in the
   background as the scenario's first episode starts when the caller says so: :meth:`Scorer.prepare`).
+* collateral gate: when the scenario has a ``collateral_gate``, ``final`` (and each ``progress``
+  value) is the checklist share times 1 if the state changed nowhere the reference does not
+  change it, else times the gate's factor; ``checklist`` keeps the share and ``collateral`` names
+  the other changes (:mod:`envscaler_core.collateral`).
 * ``premature_stop`` flag: the user stopped while the last state-changing call of the reference
   solution (or, without one, any state-changing call) is missing from the episode.
 
@@ -40,6 +44,7 @@ from envscaler_core.artifacts import (
     StepRecord,
     content_id,
 )
+from envscaler_core.collateral import collateral_paths, gated_share
 from envscaler_core.runtime import Sandbox, apply_diff, state_hash
 
 __all__ = ["ReferenceReplay", "Score", "Scorer", "has_checkers", "premature_stop", "share_true"]
@@ -288,9 +293,14 @@ class Scorer:
         checks = self.checks(checklist, final, initial, (initial_hash, final_hash))
         errors = sum(c.status == "error" for c in checks)
         flags += ["checker_error"] * bool(errors) + ["no_checklist"] * (not checks)
-        shares = (
-            self._shares(checklist, initial, initial_hash, states, {final_hash: share_true(checks)}) if states else []
-        )
+        share = share_true(checks)
+        gate = scenario.collateral_gate
+        collateral = collateral_paths(gate, initial, final) if gate else []
+        shares = self._shares(checklist, initial, initial_hash, states, {final_hash: share}) if states else []
+        if gate and shares:
+            shares = [
+                gated_share(s, collateral_paths(gate, initial, state), gate) for s, (_, state) in zip(shares, states)
+            ]
         reference = self.reference(env, scenario)
         state_match = None
         if reference is not None:
@@ -300,7 +310,13 @@ class Scorer:
         if premature_stop(termination, steps, reference):
             flags.append("premature_stop")
         reward = RewardBreakdown(
-            final=share_true(checks), checks=checks, checker_errors=errors, progress=shares, state_match=state_match
+            final=gated_share(share, collateral, gate),
+            checks=checks,
+            checker_errors=errors,
+            progress=shares,
+            state_match=state_match,
+            checklist=share,
+            collateral=collateral,
         )
         return Score(reward, flags)
 

@@ -1,8 +1,14 @@
-"""``python -m pipeline --config configs/demo.yaml`` — the whole pipeline, one stage at a time."""
+"""``python -m pipeline --config configs/demo.yaml`` — the whole pipeline, one stage at a time;
+``python -m pipeline arena ...`` — tasks calibrated to the agent being trained."""
 
 import sys
 
-from pipeline.orchestrate import main
-
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    argv = sys.argv[1:]
+    if argv[:1] == ["arena"]:
+        from pipeline.arena import main as arena
+
+        raise SystemExit(arena(argv[1:]))
+    from pipeline.orchestrate import main
+
+    raise SystemExit(main(argv))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from envscaler_core.cli import UserError
 
@@ -46,3 +46,39 @@ def load_pipeline_config(path: Path, overrides: dict) -> PipelineConfig:
         return PipelineConfig(**section)
     except Exception as exc:  # noqa: BLE001 - pydantic's message is the useful part
         raise UserError(f"{path}: invalid pipeline section: {exc}") from None
+
+
+class ArenaConfig(BaseModel):
+    """The ``arena:`` section: how ``python -m pipeline arena`` calibrates tasks to an agent.
+
+    Attributes:
+        rounds: Rounds of compose -> roll out -> measure.
+        target_pass: The pass rate the arena composes towards (0.5: the agent solves half).
+        band: ``[low, high]``: a scenario enters the curriculum when its measured pass rate lies
+            within (ends included).
+        samples: Episodes of the agent per scenario.
+        per_level: Scenarios (state slots) composed per level per round.
+        min_calls / max_calls: The levels the arena may compose (state-changing calls per task).
+        levels: Levels composed per round (the first round spreads them over the range, later
+            rounds centre them on the level nearest ``target_pass``).
+        states_per_env: Initial states generated per environment when ``--states`` is not given.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    rounds: int = Field(default=3, ge=1)
+    target_pass: float = Field(default=0.5, gt=0.0, lt=1.0)
+    band: tuple[float, float] = (0.2, 0.8)
+    samples: int = Field(default=4, ge=1)
+    per_level: int = Field(default=2, ge=1)
+    min_calls: int = Field(default=1, ge=1)
+    max_calls: int = Field(default=6, ge=1)
+    levels: int = Field(default=3, ge=1)
+    states_per_env: int = Field(default=4, ge=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ArenaConfig:
+        if self.min_calls > self.max_calls:
+            raise ValueError(f"min_calls ({self.min_calls}) is above max_calls ({self.max_calls})")
+        if not 0.0 <= self.band[0] <= self.band[1] <= 1.0:
+            raise ValueError(f"band {list(self.band)} must be [low, high] within 0..1")
+        return self

@@ -35,7 +35,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _ensure_endpoint() -> str:
+def ensure_endpoint() -> str:
     """Use OPENAI_BASE_URL when set; otherwise start the embedded model once for all stages."""
     if os.environ.get("OPENAI_BASE_URL"):
         return f"{os.environ['OPENAI_BASE_URL']} (model {os.environ.get('OPENAI_MODEL', '?')})"
@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             args.config, {"out": args.out, "tasks": args.tasks, "limit": args.limit, "seed": args.seed}
         )
         os.environ["ENVSCALER_LLM_SEED"] = str(config.seed)  # before the embedded server's clients
-        endpoint = _ensure_endpoint()
+        endpoint = ensure_endpoint()
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field
+
 from envscaler_core.config import StageConfig
 
 SECTION = "scen_generator"
@@ -63,6 +65,20 @@ class ScenGeneratorConfig(StageConfig):
             ``template`` is exact, for writers too small to restate a change: the 0.5B, shown
             "set author to 'F. Scott Fitzgerald' (now 'Harper Lee')", wrote "... to 'Harper Lee'
             (now 'F. Scott Fitzgerald')", and the 0.5B agent then wrote the old author.
+        plan_source: Who decides a ``plan_first`` plan: ``model`` (the LLM proposes calls, the sandbox
+            keeps those that work) or ``compose`` (the sandbox walks the state-changing tools with
+            arguments from the state; no LLM call; see ``compose.py``).
+        plan_links: ``compose``: calls that must take the key of a record an earlier call created.
+        plan_distractors: ``compose``: work first on records that have a namesake in the state.
+        plan_tool_weights: ``compose``: relative weight of each tool when a step picks one (1 when
+            absent); the arena raises an agent's weakest tools.
+        plan_skill_weights: ``compose``: probability that a slot asks for one more lookup, link or
+            distractor (keys ``lookups``, ``links``, ``distractors``) than the floors above.
+        collateral_gate: Write each proven scenario's collateral gate: its reward is the checklist
+            share times 1 when nothing changed outside what the reference changes, else times
+            ``collateral_factor``. ``false`` keeps the paper's reward (the checklist alone); the
+            proof's collateral probe is then recorded but does not have to score below 1.
+        collateral_factor: What a collateral change multiplies the checklist share by (0: no reward).
         plan_task_min_words: Minimum length of a model-written ``plan_first`` task.
         plan_missing_values: When the model's request still omits values the checkers compare
             after ``task_attempts``: ``reask`` drops the state; ``append`` keeps the last request
@@ -105,6 +121,13 @@ class ScenGeneratorConfig(StageConfig):
     plan_attempts: int = 3
     plan_merge_samples: bool = True
     plan_task_writer: Literal["model", "template"] = "model"
+    plan_source: Literal["model", "compose"] = "model"
+    plan_links: int = 0
+    plan_distractors: bool = False
+    plan_tool_weights: dict[str, float] = Field(default_factory=dict)
+    plan_skill_weights: dict[str, float] = Field(default_factory=dict)
+    collateral_gate: bool = True
+    collateral_factor: float = 0.0
     plan_task_min_words: int = 12
     plan_missing_values: Literal["reask", "append"] = "reask"
     solve_samples: int = 0

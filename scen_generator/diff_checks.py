@@ -2,8 +2,9 @@
 
 Used by the ``plan_first`` scenario mode: the reference solution exists before the task, so what
 the task must achieve is known exactly (the executed diff). Each touched record gets one item and
-one ``check_func`` comparing only the fields the solution changed, so a do-nothing agent scores 0
-and an agent that also changes other things is not punished.
+one ``check_func`` comparing only the fields the solution changed, so a do-nothing agent scores 0.
+What else an agent changes is the collateral gate's business (:mod:`envscaler_core.collateral`),
+not the checklist's.
 
 Volatile values (a timestamp or a generated id that differs between two replays of the same
 calls) are never compared: an agent's run could not reproduce them.
@@ -43,6 +44,10 @@ def _is_record_table(value: Any) -> bool:
 
 def _is_table(value: Any) -> bool:
     return value == {} or _is_record_table(value)
+
+
+def _different(a: Any, b: Any) -> bool:
+    return a != b or type(a) is not type(b)
 
 
 def _changed_fields(before: dict, after: dict, volatile: set[str]) -> dict[str, Any]:
@@ -107,7 +112,12 @@ def _mentionable(values: Iterable[Any], hint: set[Any]) -> list[Any]:
 
 
 def _record_checks(
-    container: str, before: dict, after: dict, volatile: dict[str, set[str]], new_fields_hint: set[Any]
+    container: str,
+    before: dict,
+    after: dict,
+    volatile: dict[str, set[str]],
+    new_fields_hint: set[Any],
+    as_created: dict[str, dict],
 ) -> list[DiffCheck]:
     checks = []
     for key in before:
@@ -126,7 +136,13 @@ def _record_checks(
         skip = volatile.get(key, set())
         if key not in before:
             fields = {k: v for k, v in record.items() if k not in skip and isinstance(v, _SCALARS)}
-            hinted = {k: v for k, v in fields.items() if _hashable_in(v, new_fields_hint)}
+            created = as_created.get(key, {})
+            # the fields the solution chose (argument values), and those a later call changed
+            hinted = {
+                k: v
+                for k, v in fields.items()
+                if _hashable_in(v, new_fields_hint) or (created and _different(created.get(k), v))
+            }
             fields = hinted or fields
             if fields:
                 text = ", ".join(f"{k} = {_describe(v)}" for k, v in fields.items())
@@ -205,6 +221,7 @@ def diff_checks(
     *,
     volatile: dict[str, dict[str, set[str]]] | None = None,
     argument_values: Iterable[Any] = (),
+    created: dict[str, dict[str, dict]] | None = None,
     limit: int = 8,
 ) -> list[DiffCheck]:
     """One check per record (or top-level value) the reference changed, at most ``limit``.
@@ -215,6 +232,8 @@ def diff_checks(
         volatile: What :func:`volatile_paths` found (never compared).
         argument_values: The reference's argument values; a new record is matched on the fields
             that carry one of them (so ids or dates the environment invents are not required).
+        created: ``{container: {key: record as its creating call left it}}``: a new record is also
+            matched on the fields a later call changed (the order the plan placed, then shipped).
         limit: Cap on the number of checks.
     """
     volatile = volatile or {}
@@ -228,7 +247,7 @@ def diff_checks(
         if "*" in marks:
             continue
         if _is_table(before) and _is_table(after):
-            checks.extend(_record_checks(name, before or {}, after or {}, marks, hint))
+            checks.extend(_record_checks(name, before or {}, after or {}, marks, hint, (created or {}).get(name, {})))
         elif after is not None and (before is None or not isinstance(after, dict)) and len(repr(after)) <= 400:
             now = f" (now {_describe(before)})" if before is not None and len(repr(before)) <= 200 else ""
             checks.append(
@@ -262,3 +281,14 @@ def _number_text(value: int | float) -> list[str]:
     if isinstance(value, float):
         forms.add(f"{value:.2f}")
     return sorted(forms)
+
+
+def added_records(diff: list[dict]) -> list[tuple[str, str, dict]]:
+    """``(container, key, record)`` of each record a call's state diff (JSON Patch) adds to a table."""
+    out = []
+    for op in diff:
+        parts = str(op.get("path", "")).split("/")[1:]
+        if op.get("op") == "add" and len(parts) == 2 and isinstance(op.get("value"), dict):
+            container, key = (p.replace("~1", "/").replace("~0", "~") for p in parts)
+            out.append((container, key, op["value"]))
+    return out

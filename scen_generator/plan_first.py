@@ -22,7 +22,7 @@ from envscaler_core.prompts import render_prompt
 from envscaler_core.runtime import Replay, Sandbox, state_hash
 from scen_generator.config import ScenGeneratorConfig
 from scen_generator.context import introduction, rules_text, state_text, tools_text
-from scen_generator.diff_checks import DiffCheck, diff_checks, missing_values, volatile_paths
+from scen_generator.diff_checks import DiffCheck, added_records, diff_checks, missing_values, volatile_paths
 from scen_generator.lookups import Lookup, description, find_lookups, given_ids, hide_ids, leaves, touched_records
 from scen_generator.probes import is_query_tool
 from scen_generator.reference import reference_model
@@ -231,8 +231,18 @@ def planned_checks(sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[Tool
         first.final_state,
         volatile=volatile_paths(first.final_state, second.final_state),
         argument_values=list(_argument_values(calls)),
+        created=records_as_created(first),
         limit=limit,
     )
+
+
+def records_as_created(replay: Replay) -> dict[str, dict[str, dict]]:
+    """``{container: {key: record}}`` of the records the replayed calls added, as each was added."""
+    created: dict[str, dict[str, dict]] = {}
+    for result in replay.results:
+        for container, key, record in added_records(result.state_diff) if result.ok else []:
+            created.setdefault(container, {}).setdefault(key, record)
+    return created
 
 
 # Phrases of our own re-ask that a small model copies into its "request" (measured on the 0.5B).

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 
 from envscaler_core.artifacts import EnvSpec, Scenario
 from envscaler_core.llm import LLMClient
-from envscaler_core.runtime import Sandbox, purity_problems
+from envscaler_core.runtime import Replay, Sandbox, purity_problems
 from scen_generator.checkers import generate_checker
+from scen_generator.collateral_probe import reference_gate, run_probe
 from scen_generator.config import ScenGeneratorConfig
+from scen_generator.difficulty import difficulty_of
 from scen_generator.proof import Proof, prove, record_values
 from scen_generator.reference import generate_reference
 
@@ -109,7 +111,26 @@ class Validator:
         record_values(scenario, proof)
         scenario.validation = proof.report(repairs)
         scenario.status = "proven" if proof.proven else "dropped"
+        if proof.proven and proof.replay is not None:
+            await self.sandbox.in_thread(self._settle, env, scenario, proof.replay)
         return scenario
+
+    def _settle(self, env: EnvSpec, scenario: Scenario, replay: Replay) -> None:
+        """A proven scenario's difficulty, collateral gate (``collateral_gate``) and probe. With
+        the gate on, a probe that still scores 1.0 drops the scenario."""
+        scenario.difficulty = difficulty_of(scenario, replay)
+        gate = reference_gate(self.sandbox, env, scenario, replay, self.cfg.collateral_factor)
+        scenario.collateral_gate = gate if self.cfg.collateral_gate else None
+        probe = run_probe(self.sandbox, env, scenario, gate, replay)
+        assert scenario.validation is not None  # set by validate() before this runs
+        scenario.validation.collateral = probe
+        if self.cfg.collateral_gate and probe.reward is not None and probe.reward >= 1.0:
+            scenario.status = "dropped"
+            scenario.validation.proven = False
+            scenario.validation.reasons.append(
+                f"collateral_survived: the reference plus {probe.call.name if probe.call else 'a call'} "
+                f"(changing {', '.join(probe.paths[:3])}) still scores 1.0"
+            )
 
     async def _without_failing_steps(self, env, scenario, proof, round_, repairs) -> Proof | None:
         """Deterministic first try (no LLM): the reference minus its rejected calls."""

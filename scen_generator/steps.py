@@ -12,12 +12,13 @@ from typing import Any
 
 from envscaler_core.artifacts import ChecklistItem, EnvSpec, Scenario, ValidationReport
 from envscaler_core.rollout import ChecklistReward, RolloutEngine, RolloutSettings, ScenarioEnvs
-from envscaler_core.rollout.solvability import measure_pass_rate
+from envscaler_core.rollout.solvability import agent_label, measure_pass_rate
 from envscaler_core.runner import ItemStats, StageContext, process_items
 from envscaler_core.runtime import Sandbox
 from envscaler_core.scoring import Scorer
 from envscaler_core.store import JsonlStore
 from scen_generator.checkers import generate_checker, generate_checklist
+from scen_generator.compose import compose_plan
 from scen_generator.config import STEP_FILES, STEP_INPUT_STATUS, ScenGeneratorConfig
 from scen_generator.plan_first import generate_plan, generate_planned_task, planned_checks
 from scen_generator.repair import Validator
@@ -139,10 +140,16 @@ class Steps:
         return scenario.model_copy(update={"task": task, "status": "task"})
 
     async def _planned_task_item(self, env: EnvSpec, scenario: Scenario) -> Scenario:
-        state = scenario.init_config
-        calls, lookups, plan_notes = await generate_plan(
-            self.client, self.sandbox, env, state, await self._tools(env), self.cfg, self.label("tasks")
-        )
+        state, tools = scenario.init_config, await self._tools(env)
+        if self.cfg.plan_source == "compose":
+            seed = self.client.config.seed or 0
+            calls, lookups, plan_notes = await self.sandbox.in_thread(
+                compose_plan, self.sandbox, env, state, tools, self.cfg, scenario.id, seed
+            )
+        else:
+            calls, lookups, plan_notes = await generate_plan(
+                self.client, self.sandbox, env, state, tools, self.cfg, self.label("tasks")
+            )
         if calls is None:
             return dropped(scenario, ["no executable plan: " + " | ".join(plan_notes)[:1000]])
         checks = await self.sandbox.in_thread(
@@ -163,9 +170,7 @@ class Steps:
         # earlier plan samples' problems (and whether the plan was merged from several), then the
         # earlier drafts' problems and whether the missing values were appended
         done.task_notes = [f"plan {note}" for note in plan_notes] + problems
-        # How hard the task is: state-changing calls of the reference, ids the agent must look up.
-        done.state_changing_calls = len(calls)
-        done.lookups = list(lookups)
+        done.lookups = list(lookups)  # ids the agent must look up (the proof adds the rest of the difficulty)
         return done
 
     async def _checker_item(self, scenario: Scenario) -> Scenario:
@@ -188,9 +193,11 @@ class Steps:
         env = self._env(scenario)
         validator = Validator(self.client, self.sandbox, self.cfg, self.label("validate"))
         result = await validator.validate(env, scenario.model_copy(deep=True))
-        if result.status == "proven" and self.cfg.solve_samples > 0:
-            rate = await measure_pass_rate(self._solver(), env, result, self.cfg.solve_samples)
-            result.agent_pass_rate = rate
+        if result.status == "proven" and self.cfg.solve_samples > 0 and result.difficulty is not None:
+            solver = self._solver()
+            rate = await measure_pass_rate(solver, env, result, self.cfg.solve_samples)
+            agent = agent_label(solver.model)
+            result.difficulty = result.difficulty.measured(rate.pass_rate, rate.samples, rate.errors, agent)
         return result
 
     def _solver(self) -> RolloutEngine:

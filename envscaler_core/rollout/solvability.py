@@ -9,9 +9,12 @@ SFT wants the trajectories that solved them (reward 1.0).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
-from envscaler_core.artifacts import AgentPassRate, EnvSpec, Scenario, Trajectory
+from envscaler_core.artifacts import EnvSpec, Scenario, Trajectory
+from envscaler_core.llm.config import EMBEDDED_MODEL_NAME
 from envscaler_core.rollout.engine import RolloutEngine, run_episodes
 from envscaler_core.rollout.metrics import is_success
 from envscaler_core.rollout.tasks import episode_tasks
@@ -19,22 +22,41 @@ from envscaler_core.rollout.tasks import episode_tasks
 DEFAULT_BAND = (0.0, 1.0)
 
 
-def pass_rate_of(trajectories: Iterable[Trajectory], errors: int = 0) -> AgentPassRate:
-    """Pass rate over scored ``trajectories``; None when there were none."""
+@dataclass
+class PassRate:
+    """How often an agent solved a scenario: scored episodes, passes, rewards, endpoint failures."""
+
+    samples: int = 0
+    passes: int = 0
+    rewards: list[float] = field(default_factory=list)
+    errors: int = 0
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passes / self.samples if self.samples else None
+
+
+def pass_rate_of(trajectories: Iterable[Trajectory], errors: int = 0) -> PassRate:
+    """Pass rate over scored ``trajectories`` (``pass_rate`` None when there were none)."""
     done = list(trajectories)
-    passes = sum(is_success(t) for t in done)
-    return AgentPassRate(
+    return PassRate(
         samples=len(done),
-        passes=passes,
+        passes=sum(is_success(t) for t in done),
         rewards=[round(t.reward.final, 4) for t in done],
         errors=errors,
-        pass_rate=passes / len(done) if done else None,
     )
 
 
-async def measure_pass_rate(
-    engine: RolloutEngine, env: EnvSpec, scenario: Scenario, k: int, seed: int = 0
-) -> AgentPassRate:
+def agent_label(model: str) -> str:
+    """The name a pass rate is recorded under: the endpoint's model, or the embedded model's name."""
+    if model == EMBEDDED_MODEL_NAME:
+        from envscaler_core.llm.models import DEFAULT_MODEL
+
+        return f"{EMBEDDED_MODEL_NAME}:{os.environ.get('ENVSCALER_EMBEDDED_MODEL') or DEFAULT_MODEL}"
+    return model
+
+
+async def measure_pass_rate(engine: RolloutEngine, env: EnvSpec, scenario: Scenario, k: int, seed: int = 0) -> PassRate:
     """Rolls the engine's agent out ``k`` times on ``scenario`` (one at a time)."""
     failures: list[BaseException] = []
     tasks = episode_tasks([scenario], {env.env_id: env}, k, seed)
@@ -56,8 +78,17 @@ def parse_band(text: str) -> tuple[float, float]:
 
 
 def scenario_pass_rate(scenario: Scenario) -> float | None:
-    """The agent pass rate recorded on a scenario by scen_generator (None when not measured)."""
-    return scenario.agent_pass_rate.pass_rate if scenario.agent_pass_rate else None
+    """The pass rate recorded in a scenario's difficulty (None when not measured)."""
+    return scenario.difficulty.pass_rate if scenario.difficulty else None
 
 
-__all__ = ["DEFAULT_BAND", "in_band", "measure_pass_rate", "parse_band", "pass_rate_of", "scenario_pass_rate"]
+__all__ = [
+    "DEFAULT_BAND",
+    "PassRate",
+    "agent_label",
+    "in_band",
+    "measure_pass_rate",
+    "parse_band",
+    "pass_rate_of",
+    "scenario_pass_rate",
+]

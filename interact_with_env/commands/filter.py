@@ -1,6 +1,7 @@
 """``filter``: keep trajectories fit for SFT (format, action count, completion, reward, flags,
 repeated failing calls), and optionally the RL scenarios the agent solves sometimes (pass rate
-over these trajectories in a band, default 0 < p < 1).
+over these trajectories, else the one a scenario's difficulty carries, in a band, default 0 < p < 1).
+The kept scenarios carry the measured rate in their ``difficulty``.
 
 Thresholds come from ``interact_with_env.filter`` in ``--config`` (see
 :class:`~interact_with_env.config.FilterConfig`), ``--set filter.KEY=VALUE``, then the flags. Next
@@ -15,14 +16,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from envscaler_core.artifacts import Scenario, Trajectory
+from envscaler_core.artifacts import Difficulty, Scenario, Trajectory
 from envscaler_core.cli import UserError
 from envscaler_core.config import config_from_args, parse_overrides
 from envscaler_core.original_format import load_scenarios
 from envscaler_core.progress import print_table
 from envscaler_core.rollout import filter_trajectories, success_counts
 from envscaler_core.rollout.filters import filter_report, filter_report_path, reason_label
-from envscaler_core.rollout.solvability import in_band, parse_band
+from envscaler_core.rollout.solvability import agent_label, in_band, parse_band, scenario_pass_rate
 from envscaler_core.store import JsonlStore, write_json_atomic
 from interact_with_env.commands.report import read_trajectories
 from interact_with_env.config import SECTION, FilterConfig, InteractConfig
@@ -111,19 +112,38 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def measured(scenarios: list[Scenario], trajectories: list[Trajectory]) -> list[Scenario]:
+    """``scenarios`` with the pass rate over ``trajectories`` in their difficulty (those without an
+    episode keep the rate they carry, measured by scen_generator or the arena)."""
+    counts = success_counts(trajectories)
+    agents = {t.scenario_id: t.model for t in trajectories}
+    out = []
+    for scenario in scenarios:
+        if scenario.id in counts:
+            passes, samples = counts[scenario.id]
+            difficulty = (scenario.difficulty or Difficulty()).measured(
+                passes / samples, samples, 0, agent_label(agents[scenario.id])
+            )
+            scenario = scenario.model_copy(update={"difficulty": difficulty})
+        out.append(scenario)
+    return out
+
+
 def _rl_filter(
     trajectories: list[Trajectory], scenarios_path: Path, out: Path, band: tuple[float, float]
 ) -> dict[str, Any]:
-    """Writes the scenarios whose pass rate over ``trajectories`` lies strictly inside the band."""
-    rates = {sid: passes / samples for sid, (passes, samples) in success_counts(trajectories).items() if samples}
-    scenarios = load_scenarios(scenarios_path)
+    """Writes the scenarios whose pass rate (over ``trajectories``, else their difficulty's) lies
+    strictly inside the band."""
+    scenarios = measured(load_scenarios(scenarios_path), trajectories)
+    rates = {s.id: rate for s in scenarios if (rate := scenario_pass_rate(s)) is not None}
     kept = [s for s in scenarios if in_band(rates.get(s.id), band)]
     out.parent.mkdir(parents=True, exist_ok=True)
     JsonlStore(out, Scenario).rewrite(kept)
     rl = {
         "band": list(band),
         "scenarios": len(scenarios),
-        "with_episodes": sum(s.id in rates for s in scenarios),
+        "with_episodes": len({t.scenario_id for t in trajectories} & {s.id for s in scenarios}),
+        "measured": len(rates),
         "kept": len(kept),
         "never_solved": _count(rates, scenarios, lambda r: r <= band[0]),
         "always_solved": _count(rates, scenarios, lambda r: r >= band[1]),
@@ -134,6 +154,7 @@ def _rl_filter(
         [
             ["scenarios", rl["scenarios"]],
             ["with episodes", rl["with_episodes"]],
+            ["with a pass rate", rl["measured"]],
             ["kept", len(kept)],
             [f"dropped: pass rate <= {band[0]:g}", rl["never_solved"]],
             [f"dropped: pass rate >= {band[1]:g}", rl["always_solved"]],

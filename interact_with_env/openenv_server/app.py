@@ -109,6 +109,10 @@ def build_app(service: EpisodeService, options: ServerOptions) -> Any:
         counters["refused_requests"] = guard.refused if guard is not None else 0
         return counters
 
+    @app.get("/envscaler/scenarios", tags=["Environment Info"])
+    async def scenarios() -> list[dict[str, Any]]:
+        return service.listing()
+
     guard: BearerTokenMiddleware | _LazyGuard | None = None
     if options.token:
         app.add_middleware(BearerTokenMiddleware, token=options.token)

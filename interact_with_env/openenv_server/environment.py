@@ -55,6 +55,11 @@ class EpisodeObservation(Observation):
         default_factory=list,
         description="This episode's tools (name, description, input_schema), as ListToolsAction lists them",
     )
+    difficulty: dict[str, Any] | None = Field(
+        default=None,
+        description="The scenario's difficulty (calls, records, lookups, links, tools, distractors, pass_rate, "
+        "samples, agent), when its file carries one",
+    )
     error: dict[str, str] | None = Field(default=None, description="Why no episode started (error_type, message)")
 
 
@@ -118,6 +123,7 @@ class EnvScalerEnvironment(Environment):
             mode=self.service.settings.mode,
             max_steps=self.service.settings.max_steps,
             available_tools=[tool_fields(t)._asdict() for t in self.service.tools(served)],
+            difficulty=self.service.difficulty(served),
             done=False,
             reward=None,
         )

@@ -170,6 +170,24 @@ class EpisodeService:
         index = seed if seed is not None else next(self._order)
         return self.scenarios[index % len(self.scenarios)]
 
+    def listing(self) -> list[dict[str, Any]]:
+        """One entry per scenario, in ``reset()`` order: its id, environment, task and difficulty
+        (what a curriculum sampler picks from; ``difficulty`` is None when the file carries none)."""
+        return [
+            {
+                "scenario_id": s.id,
+                "env_id": s.env_id,
+                "task": s.task,
+                "difficulty": s.difficulty.model_dump() if s.difficulty else None,
+            }
+            for s in self.scenarios
+        ]
+
+    def difficulty(self, served: ServedEpisode) -> dict[str, Any] | None:
+        """The served scenario's difficulty (None when it carries none)."""
+        difficulty = self.by_id[served.task.scenario_id].difficulty
+        return difficulty.model_dump() if difficulty else None
+
     def tools(self, served: ServedEpisode | None) -> list[dict[str, Any]]:
         """The episode's tools (env tools, then ``done``, then ``send_message`` in user mode); before
         any reset, those of the only environment (none when the server holds several)."""

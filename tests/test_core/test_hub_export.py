@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from envscaler_core import hub
-from envscaler_core.artifacts import Trajectory
+from envscaler_core.artifacts import CollateralGate, Difficulty, Scenario, Trajectory
 from envscaler_core.cli import UserError
 from envscaler_core.original_format import load_envs, load_scenarios
 from envscaler_core.store import JsonlStore
@@ -21,6 +21,10 @@ from tests.test_interact_with_env.helpers import CHECKOUT_PLAN, ENVS, RETURN_PLA
 
 TRAJECTORY_COLUMNS = ["traj_type", "task_info", "tools", "messages", "user_messages", "steps"]
 SCENARIO_COLUMNS = ["env_id", "env_class_name", "task_id", "init_config", "task"]
+DIFFICULTY_COLUMNS = [
+    f"difficulty_{name}"
+    for name in ("calls", "records", "lookups", "links", "tools", "distractors", "pass_rate", "samples", "agent")
+]
 
 
 def _load(folder, config, tmp_path, monkeypatch):
@@ -80,16 +84,24 @@ def test_sft_export_hf_loads_with_datasets_in_the_release_fields(trajectories, t
 
 def test_scenario_export_hf_round_trips(tmp_path, monkeypatch):
     out = tmp_path / "hf"
+    scenarios = load_scenarios(SCENARIOS)  # the first with a measured difficulty and a collateral gate
+    scenarios[0].difficulty = Difficulty(calls=2, records=2, lookups=1, pass_rate=0.5, samples=4, agent="m")
+    scenarios[0].collateral_gate = CollateralGate(paths=["books/B1/status"], new_records={"loans": 1})
+    source = tmp_path / "scenarios.jsonl"
+    JsonlStore(source, Scenario).rewrite(scenarios)
     assert (
-        scen_main(["export", "--scenarios", str(SCENARIOS), "--envs", str(ENVS), "--format", "hf", "--out", str(out)])
-        == 0
+        scen_main(["export", "--scenarios", str(source), "--envs", str(ENVS), "--format", "hf", "--out", str(out)]) == 0
     )
     header, _ = _card_header(out)
     assert [c["config_name"] for c in header["configs"]] == ["envs", "rl", "sft"]
     rl = _load(out, "rl", tmp_path, monkeypatch)
-    assert rl.column_names == [*SCENARIO_COLUMNS, "checklist_with_func"] and rl.num_rows == 2
+    assert rl.column_names == [*SCENARIO_COLUMNS, "checklist_with_func", "collateral_gate", *DIFFICULTY_COLUMNS]
+    assert rl.num_rows == 2 and [r["difficulty_calls"] for r in rl] == [2, None]
     assert isinstance(rl[0]["init_config"], str) and isinstance(rl[0]["checklist_with_func"], str)
-    assert _load(out, "sft", tmp_path, monkeypatch).column_names == SCENARIO_COLUMNS
+    assert _load(out, "sft", tmp_path, monkeypatch).column_names == [*SCENARIO_COLUMNS, *DIFFICULTY_COLUMNS]
+    back = load_scenarios(out / "rl" / "train-00000-of-00001.parquet")
+    assert (back[0].difficulty, back[0].collateral_gate) == (scenarios[0].difficulty, scenarios[0].collateral_gate)
+    assert (back[1].difficulty, back[1].collateral_gate) == (None, None)
     envs = _load(out, "envs", tmp_path, monkeypatch)
     assert isinstance(envs[0]["tools"], str) and isinstance(envs[0]["env_func_details"], str)
     assert "get_book" in json.loads(envs[0]["env_func_details"])

@@ -218,6 +218,17 @@ def test_filter_keeps_the_rl_scenarios_the_agent_solves_sometimes(scripted_env, 
         )
         == 0
     )
-    from envscaler_core.artifacts import Scenario
+    from envscaler_core.artifacts import Difficulty, Scenario
 
-    assert [s.id for s in JsonlStore(rl, Scenario).read_all()] == ["library-checkout"]  # 1/2; return is 2/2
+    (kept,) = JsonlStore(rl, Scenario).read_all()
+    assert kept.id == "library-checkout"  # 1/2; return is 2/2
+    assert (kept.difficulty.pass_rate, kept.difficulty.samples, kept.difficulty.agent) == (0.5, 2, "scripted")
+    # a scenario without episodes is judged on the pass rate its difficulty carries
+    measured = [
+        s.model_copy(update={"id": f"{s.id}-measured", "difficulty": Difficulty(pass_rate=rate, samples=4)})
+        for s, rate in zip(JsonlStore(SCENARIOS, Scenario).read_all(), (0.25, 1.0))
+    ]
+    JsonlStore(tmp_path / "measured.jsonl", Scenario).rewrite(measured)
+    args = ["filter", "--trajectories", str(tmp_path / "trajectories.jsonl"), "--out", str(tmp_path / "sft.jsonl")]
+    assert main([*args, "--scenarios", str(tmp_path / "measured.jsonl"), "--rl-out", str(rl)]) == 0
+    assert [s.id for s in JsonlStore(rl, Scenario).read_all()] == [measured[0].id]

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from envscaler_core.artifacts import ChecklistItem, EnvSpec, Scenario, ToolCall
+from envscaler_core.artifacts import ChecklistItem, Difficulty, EnvSpec, Scenario, ToolCall
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).parent
@@ -61,6 +61,7 @@ def counter_records() -> tuple[EnvSpec, Scenario]:
             )
         ],
         reference_solution=[ToolCall(name="add", arguments={"n": 3})],
+        difficulty=Difficulty(calls=1, records=1, tools=1, pass_rate=0.5, samples=4, agent="scripted"),
     )
     return env, scenario
 

@@ -163,3 +163,14 @@ def test_health_metadata_schema_and_state_are_openenvs(server):
     assert {"scenario_id", "step_count", "episode_id"} <= set(schema["state"]["properties"])
     state = httpx.get(server.url + "/state", timeout=10).json()
     assert state["step_count"] == 0 and state["episode_id"] is None  # a fresh instance: no episode
+
+
+def test_the_scenario_listing_and_the_reset_observation_carry_the_difficulty(server):
+    import httpx
+
+    listing = httpx.get(server.url + "/envscaler/scenarios", timeout=10).json()
+    by_id = {entry["scenario_id"]: entry for entry in listing}
+    assert by_id["counter-three"]["difficulty"]["pass_rate"] == 0.5 and by_id["counter-three"]["task"]
+    assert by_id["library-checkout"]["difficulty"] is None  # the file carries none
+    reset = httpx.post(server.url + "/reset", json={"scenario_id": "counter-three"}, timeout=30).json()
+    assert reset["observation"]["difficulty"]["calls"] == 1

@@ -53,10 +53,19 @@ def _state(request: dict[str, Any]) -> dict[str, Any]:
 FAILING_TWICE = [{"name": "return_book", "arguments": {"loan_id": "L9"}}] * 2
 
 
+def _asked(call: dict[str, Any], task: str) -> bool:
+    """Whether the task asks for this call's change (the agent makes only the changes asked for)."""
+    if call["name"] == "return_book":
+        return "L1" in task
+    return "B1" in task or "Dune" in task
+
+
 def _agent(request: dict[str, Any]) -> Reply:
     done = sum(1 for m in request["messages"] if m.get("role") == "tool")
     system = request["messages"][0].get("content") or ""
-    plan = FAILING_TWICE + REFERENCE[:1] if "talking with the user" in system else REFERENCE
+    task = next((m.get("content") or "" for m in request["messages"] if m.get("role") == "user"), "")
+    asked = [c for c in REFERENCE if _asked(c, task)]
+    plan = FAILING_TWICE + REFERENCE[:1] if "talking with the user" in system else asked
     if done < len(plan):
         call = plan[done]
         return Reply.tool_call(call["name"], call["arguments"])

@@ -69,7 +69,7 @@ def test_demo_config_end_to_end_on_the_scripted_server(tmp_path):
         assert any(s["status"] == "proven" for s in scenarios)
         for s in scenarios:  # two calls over several records; the request gives the title, not B1
             if s["status"] == "proven":
-                assert s["state_changing_calls"] == 2 and [lk["key"] for lk in s["lookups"]] == ["B1"]
+                assert s["difficulty"]["calls"] == 2 and [lk["key"] for lk in s["lookups"]] == ["B1"]
                 assert "B1" not in s["task"] and "Dune" in s["task"]
         task_mode = _records(out / "rollouts_task" / "trajectories.jsonl")
         assert task_mode and all(t["reward"]["final"] == 1.0 for t in task_mode)

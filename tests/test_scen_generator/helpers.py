@@ -72,3 +72,79 @@ def scenario(checkers: dict[str, str] | None = None, reference=None) -> Scenario
         checklist_with_func=[ChecklistItem(check_item=k, check_func=v) for k, v in checkers.items()],
         reference_solution=list(REFERENCE if reference is None else reference),
     )
+
+
+SHOP_SOURCE = Path(__file__).resolve().parent / "fixtures" / "shop_env.py"
+SHOP_STATE = {
+    "products": {
+        "P1": {
+            "product_id": "P1",
+            "name": "Blue Mug",
+            "category": "kitchen",
+            "price": 8.5,
+            "stock": 40,
+            "status": "active",
+        },
+        "P2": {
+            "product_id": "P2",
+            "name": "Blue Mug XL",
+            "category": "kitchen",
+            "price": 11.0,
+            "stock": 12,
+            "status": "active",
+        },
+        "P3": {
+            "product_id": "P3",
+            "name": "Red Kettle",
+            "category": "kitchen",
+            "price": 35.0,
+            "stock": 6,
+            "status": "active",
+        },
+        "P4": {
+            "product_id": "P4",
+            "name": "Oak Desk",
+            "category": "office",
+            "price": 240.0,
+            "stock": 3,
+            "status": "active",
+        },
+        "P5": {
+            "product_id": "P5",
+            "name": "Oak Desk Lamp",
+            "category": "office",
+            "price": 45.0,
+            "stock": 9,
+            "status": "discontinued",
+        },
+        "P6": {
+            "product_id": "P6",
+            "name": "Steel Chair",
+            "category": "office",
+            "price": 89.0,
+            "stock": 15,
+            "status": "active",
+        },
+    },
+    "customers": {
+        "C1": {"customer_id": "C1", "name": "Ada Park", "email": "ada@park.example", "tier": "gold"},
+        "C2": {"customer_id": "C2", "name": "Ada Parker", "email": "aparker@mail.example", "tier": "silver"},
+        "C3": {"customer_id": "C3", "name": "Bo Lin", "email": "bo@lin.example", "tier": "bronze"},
+        "C4": {"customer_id": "C4", "name": "Cy Moss", "email": "cy@moss.example", "tier": "silver"},
+    },
+    "orders": {
+        "O001": {"order_id": "O001", "customer_id": "C3", "product_id": "P3", "quantity": 1, "status": "placed"},
+        "O002": {"order_id": "O002", "customer_id": "C1", "product_id": "P6", "quantity": 2, "status": "shipped"},
+    },
+}
+
+
+def shop_env() -> EnvSpec:
+    """The shop environment (many state-changing tools, records with namesakes, one tool that raises)."""
+    return EnvSpec(
+        id="env_shop",
+        environment_introduction="A small shop: products, customers and their orders.",
+        env_class_name="ShopSystem",
+        env_class_code=SHOP_SOURCE.read_text(),
+        status="accepted",
+    )

@@ -46,6 +46,10 @@ def test_run_end_to_end_then_resume_makes_no_call(model, scripted_env, tmp_path,
     assert s.validation.proven and s.validation.reference_reward == 1.0 and s.validation.null_reward == 0.0
     assert s.reference_solution == REFERENCE and len(s.checklist_with_func) == 3
     assert all(c.initial_value is False and c.reference_value is True for c in s.checklist_with_func)
+    # task_first scenarios carry their difficulty, gate and collateral probe too
+    assert (s.difficulty.calls, s.difficulty.records, s.difficulty.links) == (3, 5, 0)
+    assert s.collateral_gate is not None and s.validation.collateral.reward == 0.0
+    assert s.validation.collateral.caught_by in ("gate", "checklist")
     out = capsys.readouterr().out
     assert "scen_generator summary" in out and "LLM calls / proven" in out
     manifest = read_json(tmp_path / "manifest.json")["stages"]["scen_generator"]
@@ -171,7 +175,8 @@ def test_export_writes_original_formats(model, tmp_path):
     assert main(["export", "--scenarios", str(tmp_path / "scenarios.jsonl"), "--out", str(tmp_path / "x")]) == 0
     rl = json.loads((tmp_path / "x" / "rl_scenarios.json").read_text())
     sft = json.loads((tmp_path / "x" / "sft_scenarios.json").read_text())
-    assert set(rl[0]) == {"env_id", "env_class_name", "task_id", "init_config", "task", "checklist_with_func"}
+    release = {"env_id", "env_class_name", "task_id", "init_config", "task", "checklist_with_func"}
+    assert set(rl[0]) == release | {"collateral_gate", "difficulty"}  # ours, beside the release's fields
     assert set(rl[0]["checklist_with_func"][0]) == {"check_item", "check_func"}
     assert "checklist_with_func" not in sft[0] and sft[0]["task_id"] == "env_library-task_0"
 

@@ -1,0 +1,278 @@
+"""Composed plans (``plan_source: compose``): the sandbox builds each plan; no model decides it.
+
+A seeded walk over the environment's state-changing tools. Each step picks a tool (tools not used
+yet first, scaled by ``plan_tool_weights``), proposes its arguments from the state the earlier
+steps left (:mod:`scen_generator.arguments`), and runs it in a sandbox session. The call is kept
+when it succeeds and changes records no earlier step changed (else a later step would overwrite
+or undo it, and a mutant of the earlier one would still score 1.0); anything else is replaced by
+the next proposal. **Links** are data flow: with ``plan_links`` a step prefers the key of a
+record an earlier step created (update the loan that the checkout made). **Lookups** and
+**distractors** steer which existing records the walk works on: records a query tool can find by
+a unique name come first, and among them those with a namesake in the state.
+
+The walk then holds the plan to the rules of every ``plan_first`` plan: no redundant step
+(:func:`~scen_generator.plan_first.minimal_plan`), ``plan_min_records`` records changed,
+``plan_lookups`` ids a query tool shows next to their description. A walk that falls short is
+restarted with the next random stream (up to ``4 * plan_attempts`` walks); the slot is dropped with what was
+missing. The random stream is seeded by the slot's id and the LLM seed: slots differ, and a
+re-run composes the same plans.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from envscaler_core.artifacts import EnvSpec, ToolCall
+from envscaler_core.collateral import state_changes
+from envscaler_core.runtime import EnvSession, Sandbox, call_error, format_arguments
+from scen_generator.arguments import ArgumentProposer, Draft, StateIndex, is_creating, namesake
+from scen_generator.config import ScenGeneratorConfig
+from scen_generator.lookups import Lookup, descriptions, find_lookups, touched_records
+from scen_generator.plan_first import changing_tools, minimal_plan
+
+TRIALS_PER_STEP = 40
+"""Proposals tried before a step is given up (each is one call in a sandbox session)."""
+WALKS_PER_ATTEMPT = 4
+"""Walks per ``plan_attempts`` (a walk costs milliseconds of sandbox time, a model sample seconds)."""
+SKILLS = ("lookups", "links", "distractors")
+
+
+@dataclass
+class Goal:
+    """What one walk aims for."""
+
+    calls: int
+    lookups: int
+    links: int
+    distractors: bool
+
+
+@dataclass
+class Walk:
+    """A walk in progress: the kept calls and what they changed."""
+
+    state: dict
+    calls: list[ToolCall] = field(default_factory=list)
+    record_paths: set[str] = field(default_factory=set)
+    """Fields of records changed, and records removed, by the kept calls (``books/B1/title``)."""
+    top_paths: set[str] = field(default_factory=set)
+    links: int = 0
+    draft: Draft = field(default_factory=Draft)
+    rejections: list[str] = field(default_factory=list)
+
+
+def seeded_random(*parts: Any) -> random.Random:
+    """A random stream fixed by ``parts`` (string seeding is stable across processes)."""
+    return random.Random("\x1f".join(map(str, parts)))
+
+
+def choose_goal(cfg: ScenGeneratorConfig, rng: random.Random) -> Goal:
+    """The slot's number of calls (in ``plan_min_calls..plan_max_calls``) and skills.
+
+    ``plan_lookups`` and ``plan_links`` are floors; ``plan_skill_weights`` asks for one more of a
+    skill with that probability (how the arena leans towards an agent's weak skills).
+    """
+    weights = cfg.plan_skill_weights
+    calls = rng.randint(cfg.plan_min_calls, max(cfg.plan_min_calls, cfg.plan_max_calls))
+    lookups = cfg.plan_lookups + (rng.random() < weights.get("lookups", 0.0))
+    links = cfg.plan_links + (rng.random() < weights.get("links", 0.0))
+    distractors = cfg.plan_distractors or rng.random() < weights.get("distractors", 0.0)
+    return Goal(calls, lookups, min(links, max(calls - 1, 0)), distractors)
+
+
+def preferred_records(state: dict, goal: Goal, rng: random.Random) -> list[tuple[str, str]]:
+    """Existing records to work on first: ones a unique text names (so they can be looked up),
+    those with a namesake first when distractors are wanted; none when no lookup is wanted."""
+    if goal.lookups <= 0:
+        return []
+    found = []
+    for container, table in StateIndex.of(state).tables.items():
+        for key in table:
+            names = descriptions(table, key)
+            if names:
+                field_name, value = names[0]
+                others = [str(r.get(field_name)) for k, r in table.items() if k != key]
+                found.append((container, key, namesake(value, others)))
+    rng.shuffle(found)
+    if goal.distractors:
+        found.sort(key=lambda item: not item[2])
+    return [(c, k) for c, k, _ in found]
+
+
+def _pick_tool(usable: list[dict], walk: Walk, failures: Counter, weights: dict[str, float], rng) -> dict:
+    """A tool for the next step: unused ones first, failing ones less, and while a link is wanted,
+    a creating tool until a record is created, then a tool that takes such a record's key."""
+    uses = Counter(c.name for c in walk.calls)
+    scores = []
+    for tool in usable:
+        name = tool["function"]["name"]
+        score = weights.get(name, 1.0) / (1 + uses[name]) * 0.5 ** failures[name]
+        if walk.draft.link_wanted:
+            score *= 20.0 if _serves_link(tool, walk) else 1.0
+        scores.append(score)
+    return rng.choices(usable, weights=scores if sum(scores) > 0 else None)[0]
+
+
+def _serves_link(tool: dict, walk: Walk) -> bool:
+    fn = tool["function"]
+    if not walk.draft.created:
+        return is_creating(fn["name"])
+    params = set((fn.get("parameters") or {}).get("properties") or {})
+    index = StateIndex.of(walk.state)
+    return any(index.id_fields.get(c) in params for c in walk.draft.created) and not is_creating(fn["name"])
+
+
+def _overlaps(path: str, earlier: set[str]) -> bool:
+    return any(path == p or path.startswith(p + "/") or p.startswith(path + "/") for p in earlier)
+
+
+def _fits(walk: Walk, paths: set[str], added: dict[str, set[str]]) -> str:
+    """Why a call's changes cannot join the plan ("" when they can): it changes a field an earlier
+    call changed, removes a record an earlier call changed or created, or changes nothing but
+    top-level values earlier calls changed (a later call would make an earlier one redundant)."""
+    record_paths = {p for p in paths if "/" in p}
+    for path in sorted(record_paths):
+        container, key = path.split("/")[:2]
+        if path.count("/") == 1 and key in walk.draft.created.get(container, []):
+            return f"it removes {path}, which the plan created"
+        if _overlaps(path, walk.record_paths):
+            return f"it changes {path} again"
+    if not record_paths and not added and paths <= walk.top_paths:
+        return "it changes only values an earlier call changed"
+    return ""
+
+
+def _step(session: EnvSession, usable: list[dict], walk: Walk, goal: Goal, cfg: ScenGeneratorConfig, rng) -> bool:
+    """Adds one call to ``walk``; False when ``TRIALS_PER_STEP`` proposals all failed."""
+    failures: Counter = Counter()
+    walk.draft.link_wanted = walk.links < goal.links
+    proposer = ArgumentProposer(StateIndex.of(walk.state), rng)
+    for _ in range(TRIALS_PER_STEP):
+        tool = _pick_tool(usable, walk, failures, cfg.plan_tool_weights, rng)
+        call = proposer.propose(tool, walk.draft)
+        if call is None:
+            failures[tool["function"]["name"]] += 1
+            continue
+        result = session.call(call.name, call.arguments)
+        after = session.snapshot() if result.state_diff else walk.state
+        paths, added = state_changes(walk.state, after)
+        problem = "" if result.ok and (paths or added) else (call_error(result) if not result.ok else "no change")
+        problem = problem or _fits(walk, paths, added)
+        if problem:
+            failures[call.name] += 1
+            walk.rejections.append(f"{call.name}({format_arguments(call.arguments)}): {problem}"[:300])
+            if result.state_diff:
+                session.restore(walk.state)
+            continue
+        _keep(walk, call, after, paths, added)
+        return True
+    return False
+
+
+def _keep(walk: Walk, call: ToolCall, after: dict, paths: set[str], added: dict[str, set[str]]) -> None:
+    created = {k for keys in walk.draft.created.values() for k in keys}
+    if any(isinstance(v, str) and v in created for v in call.arguments.values()):
+        walk.links += 1
+    walk.calls.append(call)
+    for path in paths:
+        if "/" not in path:
+            walk.top_paths.add(path)
+            continue
+        walk.record_paths.add(path)
+        if path.count("/") == 1:
+            container, key = path.split("/")
+            walk.draft.removed.add((container, key))
+    for container, keys in added.items():
+        walk.draft.created.setdefault(container, []).extend(sorted(keys))
+    walk.state = after
+
+
+def walk_plan(
+    sandbox: Sandbox, env: EnvSpec, state: dict, usable: list[dict], goal: Goal, cfg: ScenGeneratorConfig, rng
+) -> tuple[Walk, str]:
+    """One walk of ``goal.calls`` steps from ``state``; ``(walk, "")`` or the walk so far and why it stopped."""
+    walk = Walk(state=state)
+    walk.draft.preferred = preferred_records(state, goal, rng)
+    with sandbox.open(env, state) as session:
+        walk.state = session.snapshot()
+        for _ in range(goal.calls):
+            if not _step(session, usable, walk, goal, cfg, rng):
+                shown = "; ".join(walk.rejections[-3:]) or "no tool could be given arguments from the state"
+                return walk, (
+                    f"the state holds only {len(walk.calls)} state-changing call(s) that change different records "
+                    f"(asked for {goal.calls}): after step {len(walk.calls)}, {TRIALS_PER_STEP} calls failed; "
+                    f"last: {shown}"
+                )
+    return walk, ""
+
+
+def _qualify(
+    sandbox: Sandbox,
+    env: EnvSpec,
+    state: dict,
+    walk: Walk,
+    tools: list[dict],
+    goal: Goal,
+    cfg: ScenGeneratorConfig,
+) -> tuple[list[Lookup], str]:
+    """The plan's lookups, or why the walk does not make a plan."""
+    replay = sandbox.replay(env, state, walk.calls)
+    if replay.errors or len(replay.changing_steps) != len(walk.calls):
+        return [], "its calls do not replay the same way from the state: " + "; ".join(replay.errors)[:300]
+    if len(minimal_plan(walk.calls, lambda c: sandbox.replay(env, state, c))) < len(walk.calls):
+        return [], "a call's change is overwritten or undone by a later one"
+    if walk.links < goal.links:
+        return (
+            [],
+            f"{walk.links} of the {goal.links} links: no call could take the key of a record an earlier call created",
+        )
+    records = touched_records(replay.initial_state, replay.final_state)
+    if records < cfg.plan_min_records:
+        return [], f"the calls change {records} record(s); plan_min_records is {cfg.plan_min_records}"
+    lookups = find_lookups(sandbox, env, state, walk.calls, tools, goal.lookups)
+    if len(lookups) < goal.lookups:
+        return [], (
+            f"{len(lookups)} of the {goal.lookups} records to look up: no other existing record it works on has a "
+            "unique name that a query tool shows next to its id"
+        )
+    return lookups, ""
+
+
+def compose_plan(
+    sandbox: Sandbox,
+    env: EnvSpec,
+    state: dict,
+    tools: list[dict],
+    cfg: ScenGeneratorConfig,
+    slot: str,
+    seed: int,
+) -> tuple[list[ToolCall] | None, list[Lookup], list[str]]:
+    """A plan for ``state`` composed without a model, as :func:`~scen_generator.plan_first.generate_plan`
+    returns one: ``(calls, lookups, notes)``, or ``(None, [], problems)`` when every walk fell short.
+
+    Runs sandbox sessions synchronously: call it on a thread (``sandbox.in_thread``).
+    """
+    usable = changing_tools(env, tools)
+    if not usable:
+        return None, [], ["the environment has no state-changing tool"]
+    problems: list[str] = []
+    for attempt in range(WALKS_PER_ATTEMPT * max(1, cfg.plan_attempts)):
+        rng = seeded_random("compose", seed, slot, attempt)
+        goal = choose_goal(cfg, rng)
+        walk, problem = walk_plan(sandbox, env, state, usable, goal, cfg, rng)
+        if problem and len(walk.calls) >= cfg.plan_min_calls:
+            goal.calls, problem = len(walk.calls), ""  # fewer calls than drawn, still within the range
+        lookups: list[Lookup] = []
+        if not problem:
+            lookups, problem = _qualify(sandbox, env, state, walk, tools, goal, cfg)
+        if not problem:
+            notes = [
+                f"composed: {goal.calls} calls, {walk.links} link(s), {len(lookups)} lookup(s) (walk {attempt + 1})"
+            ]
+            return walk.calls, lookups, notes
+        problems.append(f"walk {attempt + 1}: {problem}")
+    shown = problems[:3]
+    return None, [], shown + ([f"and {len(problems) - len(shown)} more walks"] if len(problems) > len(shown) else [])
