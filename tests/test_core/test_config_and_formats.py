@@ -78,8 +78,9 @@ def test_original_scenarios_round_trip(tmp_path):
 
 
 def test_missing_and_broken_files_are_clear(tmp_path):
-    with pytest.raises(ArtifactError, match="file not found"):
+    with pytest.raises(ArtifactError) as missing:
         load_envs(tmp_path / "nope.json")
+    assert str(missing.value) == f"{tmp_path / 'nope.json'}: file not found"  # a whole file has no line
     bad = tmp_path / "bad.json"
     bad.write_text('{"env_1": {"env_class_name": "X"}}')
     with pytest.raises(ArtifactError, match="env_class_code"):

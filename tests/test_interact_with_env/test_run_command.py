@@ -82,7 +82,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path, capsys):
         == 2
     )
     err = capsys.readouterr().err.strip()
-    assert err.startswith("error:") and "not found" in err and len(err.splitlines()) == 1
+    assert err == f"error: cannot read environments: {tmp_path / 'nope.jsonl'}: file not found"
     assert (
         main(
             [
@@ -99,6 +99,8 @@ def test_bad_input_is_one_line_exit_2(tmp_path, capsys):
         )
         == 2
     )
+    assert "unknown scenario id 'missing'" in (err := capsys.readouterr().err)
+    assert "(known: library-checkout, library-return)" in err
 
 
 def test_report_and_filter_commands(scripted_env, tmp_path, capsys):
