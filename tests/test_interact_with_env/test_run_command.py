@@ -103,6 +103,19 @@ def test_bad_input_is_one_line_exit_2(tmp_path, capsys):
     assert "(known: library-checkout, library-return)" in err
 
 
+def test_a_nested_config_typo_stops_the_run_before_any_episode(scripted_env, tmp_path, capsys):
+    scripted_env.policy = planned(CHECKOUT_PLAN)
+    config = tmp_path / "c.yaml"
+    config.write_text("interact_with_env:\n  filter:\n    min_rewrd: 1\n")
+    assert run_cmd(tmp_path, "--set", "llm.agent.modle=x") == 2
+    assert run_cmd(tmp_path, "--config", str(config)) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: invalid interact_with_env config: unknown key llm.agent.modle (did you mean llm.agent.model?)",
+        "error: invalid interact_with_env config: unknown key filter.min_rewrd (did you mean filter.min_reward?)",
+    ]
+    assert not scripted_env.requests and not (tmp_path / "trajectories.jsonl").exists()
+
+
 def test_report_and_filter_commands(scripted_env, tmp_path, capsys):
     scripted_env.policy = planned(CHECKOUT_PLAN, by_task={"Emma": RETURN_PLAN})
     assert run_cmd(tmp_path, "--samples", "1") == 0
