@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import json
+import sys
+import threading
 
 from envscaler_core.artifacts import FailureRecord, Trajectory
 from envscaler_core.store import JsonlStore
 from envscaler_core.testing.scripted_server import Reply
 from interact_with_env.__main__ import main
-from tests.test_interact_with_env.helpers import CHECKOUT_PLAN, ENVS, FIXTURES, RETURN_PLAN, SCENARIOS, planned
+from tests.test_interact_with_env.helpers import (
+    CHECKOUT_PLAN,
+    ENVS,
+    FIXTURES,
+    RETURN_PLAN,
+    SCENARIOS,
+    WatchedOutput,
+    gated,
+    planned,
+)
 
 FAST = ["--set", "llm.default.max_retries=0", "--set", "llm.default.timeout_s=5"]
 
@@ -46,6 +57,29 @@ def test_run_writes_trajectories_report_and_manifest(scripted_env, tmp_path, cap
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["stages"]["interact_with_env"]["counts"]["done"] == 4
     assert "pass^2" in capsys.readouterr().out
+
+
+def test_run_shows_the_turns_and_tool_calls_of_the_episodes_in_flight(scripted_env, tmp_path, monkeypatch):
+    monkeypatch.delenv("ENVSCALER_NO_PROGRESS", raising=False)
+    stderr = WatchedOutput()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    scripted_env.policy, gate = gated(planned(CHECKOUT_PLAN), at_turn=2)  # held before its answer
+    codes: list[int] = []
+    run = threading.Thread(
+        target=lambda: codes.append(
+            run_cmd(tmp_path, "--scenario-id", "library-checkout", "--set", "llm.default.timeout_s=600")
+        )
+    )
+    run.start()
+    try:
+        # the episode is in flight, both of its tool calls made: the line says so before it ends
+        assert stderr.wait_for("episodes: 0/1"), stderr.getvalue()
+        assert stderr.wait_for("1 running: 2 turns, 2 tool calls, ETA ≤ "), stderr.getvalue()
+    finally:
+        gate.set()
+        run.join()
+    assert codes == [0]
+    assert len(JsonlStore(tmp_path / "trajectories.jsonl", Trajectory).read_all()) == 1
 
 
 def test_resume_reruns_only_failed_episodes(scripted_env, tmp_path):
