@@ -62,7 +62,8 @@ def page():
         browser.close()
 
 
-def test_run_all_turns_the_checklist_green_and_scores(app_url, page):
+def start_checkout(page, app_url: str) -> None:
+    """Opens the page and starts the first scenario (lend B1), the model playing the agent."""
     from playwright.sync_api import expect
 
     page.goto(app_url)
@@ -70,6 +71,12 @@ def test_run_all_turns_the_checklist_green_and_scores(app_url, page):
     expect(page.locator("#task")).to_contain_text("Lend the book B1", timeout=30_000)
     page.locator("#start").click()
     expect(page.locator("#checks")).to_contain_text("fail", timeout=30_000)
+
+
+def test_run_all_turns_the_checklist_green_and_scores(app_url, page):
+    from playwright.sync_api import expect
+
+    start_checkout(page, app_url)
     page.locator("#run-all").click()
     expect(page.locator("#steps")).to_contain_text("checkout_book", timeout=30_000)
     expect(page.locator("#checks")).not_to_contain_text("fail", timeout=30_000)
@@ -97,10 +104,7 @@ def test_run_all_shows_each_turn_as_it_is_played(app_url, page, scripted_env, tm
 
     scripted_env.policy, gate = gated(planned(CHECKOUT_PLAN), at_turn=1)  # the second turn waits
     try:
-        page.goto(app_url)
-        expect(page.locator("#task")).to_contain_text("Lend the book B1", timeout=30_000)
-        page.locator("#start").click()
-        expect(page.locator("#checks")).to_contain_text("fail", timeout=30_000)
+        start_checkout(page, app_url)
         page.locator("#run-all").click()
         # the first turn is on the page while the model is still asked for the second
         expect(page.locator("#steps")).to_contain_text("get_book", timeout=30_000)
