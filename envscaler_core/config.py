@@ -8,8 +8,10 @@ one section per stage (``skel_builder: {...}``) plus a shared ``llm:`` section, 
 from __future__ import annotations
 
 import argparse
+import difflib
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -88,10 +90,59 @@ def load_config(
             values["llm"] = data["llm"]
         values = _deep_merge(values, data.get(section, {}) or {})
     values = _deep_merge(values, overrides or {})
+    unknown = _unknown_key(cls, values)
+    if unknown:
+        raise UserError(f"invalid {section} config: {unknown}")
     try:
         return cls(**values)
     except ValidationError as exc:
         raise UserError(f"invalid {section} config: {exc}") from None
+
+
+def _unknown_key(model: type[BaseModel], values: Mapping[str, Any], prefix: str = "") -> str | None:
+    """The first key of ``values`` (a file's section and ``--set`` merged) that ``model`` does not
+    declare, nested models and the ``llm`` roles included, with the closest declared name: a typo
+    is an error before a run starts, never a default silently used."""
+    for key, value in values.items():
+        field = model.model_fields.get(key)
+        if field is None:
+            return _did_you_mean(prefix, key, model.model_fields)
+        if key == "llm" and issubclass(model, StageConfig) and isinstance(value, Mapping):
+            found = _unknown_llm_key(value)
+        else:
+            nested = _nested_model(field.annotation)
+            found = _unknown_key(nested, value, f"{prefix}{key}.") if nested and isinstance(value, Mapping) else None
+        if found:
+            return found
+    return None
+
+
+def _unknown_llm_key(llm: Mapping[str, Any]) -> str | None:
+    """``llm.<role>.<field>``: a role of :data:`Role` or ``default``, a field of :class:`LLMConfig`."""
+    roles = ("default", *get_args(Role))
+    for role, values in llm.items():
+        if role not in roles:
+            return _did_you_mean("llm.", role, roles)
+        if isinstance(values, Mapping):
+            found = _unknown_key(LLMConfig, values, f"llm.{role}.")
+            if found:
+                return found
+    return None
+
+
+def _nested_model(annotation: Any) -> type[BaseModel] | None:
+    """The model a field holds (``Model`` or ``Model | None``), else None."""
+    for candidate in (annotation, *get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
+def _did_you_mean(prefix: str, key: str, known: Iterable[str]) -> str:
+    known = sorted(known)
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"did you mean {prefix}{close[0]}?" if close else f"known: {', '.join(known)}"
+    return f"unknown key {prefix}{key} ({hint})"
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:

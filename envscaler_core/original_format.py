@@ -59,7 +59,7 @@ def _original_env(path: Path, key: str, item: dict[str, Any]) -> EnvSpec:
     except ValidationError as exc:
         raise ArtifactError(
             path,
-            0,
+            None,
             f"env {env_id!r} is not a valid environment: {exc.errors()[0]['msg']} "
             f"at {'.'.join(map(str, exc.errors()[0]['loc']))}",
         ) from None
@@ -91,7 +91,7 @@ def load_envs(path: Path | str) -> dict[str, EnvSpec]:
     """Environments keyed by env_id, from our ``envs.jsonl`` or the original metadata JSON."""
     path = Path(path)
     if not path.exists():
-        raise ArtifactError(path, 0, "file not found")
+        raise ArtifactError(path, None, "file not found")
     if path.suffix == ".jsonl" and _ours(path):
         return {e.env_id: e for e in JsonlStore(path, EnvSpec).read()}
     data = _release_data(path)
@@ -102,7 +102,7 @@ def load_scenarios(path: Path | str) -> list[Scenario]:
     """Scenarios from our ``scenarios.jsonl`` or an original scenario list (RL or SFT)."""
     path = Path(path)
     if not path.exists():
-        raise ArtifactError(path, 0, "file not found")
+        raise ArtifactError(path, None, "file not found")
     if path.suffix == ".jsonl" and _ours(path):
         return JsonlStore(path, Scenario).read_all()
     data = _release_data(path)

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from tqdm import tqdm
 
+# A bar whose status (the postfix) says what the items in flight are doing and gives its own ETA:
+# tqdm's remaining time and rate count finished items only.
+STATUS_BAR_FORMAT = "{desc}: {n_fmt}/{total_fmt} |{bar}| [{elapsed}{postfix}]"
+STATUS_REFRESH_S = 1.0
 
-def progress_bar(total: int | None = None, desc: str = "", unit: str = "item") -> tqdm:
-    """A tqdm bar on stderr; quiet when ENVSCALER_NO_PROGRESS is set."""
+
+def progress_bar(total: int | None = None, desc: str = "", unit: str = "item", with_status: bool = False) -> tqdm:
+    """A tqdm bar on stderr; quiet when ENVSCALER_NO_PROGRESS is set (``with_status``: see
+    :func:`show_status`)."""
     import os
 
     return tqdm(
@@ -21,7 +28,16 @@ def progress_bar(total: int | None = None, desc: str = "", unit: str = "item") -
         dynamic_ncols=True,
         disable=bool(os.environ.get("ENVSCALER_NO_PROGRESS")),
         mininterval=0.5,
+        bar_format=STATUS_BAR_FORMAT if with_status else None,
     )
+
+
+async def show_status(bar: tqdm, status: Callable[[int, int], str]) -> None:
+    """Writes ``status(done, total)`` on the bar's line every :data:`STATUS_REFRESH_S` until
+    cancelled: the line moves (elapsed time, what is in flight) while no item finishes."""
+    while True:
+        bar.set_postfix_str(status(bar.n, bar.total or 0), refresh=True)
+        await asyncio.sleep(STATUS_REFRESH_S)
 
 
 def format_table(title: str, rows: Sequence[Sequence[Any]], header: Sequence[str] | None = None) -> str:

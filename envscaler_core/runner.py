@@ -27,7 +27,7 @@ from envscaler_core.heap import settle_for_long_run
 from envscaler_core.llm.cache import ResponseCache
 from envscaler_core.llm.client import LLMClient
 from envscaler_core.llm.usage import UsageMeter
-from envscaler_core.progress import progress_bar
+from envscaler_core.progress import progress_bar, show_status
 from envscaler_core.runtime import posture as sandbox_posture
 from envscaler_core.store import JsonlStore, read_json, write_json_atomic
 
@@ -96,8 +96,12 @@ async def process_items(
     done: Iterable[str] = (),
     desc: str = "",
     concurrency: int | None = None,
+    status: Callable[[int, int], str] | None = None,
 ) -> ItemStats:
-    """Run ``work`` on every ``(item_id, payload)`` not in ``done``; append results to ``store``."""
+    """Run ``work`` on every ``(item_id, payload)`` not in ``done``; append results to ``store``.
+
+    ``status(done, total)``, when given, is shown on the progress bar's line and refreshed while
+    items run (local executor: on Ray the bar counts finished items only)."""
     items = list(items)
     done_set = set(done)
     todo = [(item_id, payload) for item_id, payload in items if item_id not in done_set]
@@ -120,7 +124,8 @@ async def process_items(
         return stats
     settle_for_long_run()
     semaphore = asyncio.Semaphore(concurrency or ctx.config.concurrency)
-    bar = progress_bar(total=len(todo), desc=desc or ctx.name)
+    bar = progress_bar(total=len(todo), desc=desc or ctx.name, with_status=status is not None)
+    shown = asyncio.ensure_future(show_status(bar, status)) if status and todo and not bar.disable else None
     # Appends fsync; on one writer thread (which alone updates ``stats``) they never stall the
     # event loop, so the other items in flight keep going while a record is made durable.
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{ctx.name}-writer")
@@ -134,11 +139,15 @@ async def process_items(
                 log.debug("item %s failed", item_id, exc_info=True)
                 result, error = None, f"{type(exc).__name__}: {exc}"
         await loop.run_in_executor(writer, _record, ctx, store, stats, item_id, result, error)
+        if status is not None:  # the line written with the new count says what is in flight now
+            bar.set_postfix_str(status(bar.n + 1, bar.total or 0), refresh=False)
         bar.update(1)
 
     try:
         await asyncio.gather(*(one(i, p) for i, p in todo))
     finally:
+        if shown is not None:
+            shown.cancel()
         writer.shutdown(wait=True)
         bar.close()
     return stats

@@ -26,10 +26,11 @@ M = TypeVar("M", bound=BaseModel)
 
 
 class ArtifactError(ValueError):
-    """A record in an artifact file is invalid; the message names the file and line."""
+    """An artifact file is missing or holds an invalid record; the message names the file, and the
+    line when the fault is in one (``line`` None: the whole file, e.g. not found)."""
 
-    def __init__(self, path: Path | str, line: int, detail: str):
-        super().__init__(f"{path}:{line}: {detail}")
+    def __init__(self, path: Path | str, line: int | None, detail: str):
+        super().__init__(f"{path}:{line}: {detail}" if line is not None else f"{path}: {detail}")
         self.path, self.line, self.detail = str(path), line, detail
 
 
@@ -159,6 +160,6 @@ def read_json(path: Path | str) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ArtifactError(path, 0, "file not found") from None
+        raise ArtifactError(path, None, "file not found") from None
     except json.JSONDecodeError as exc:
         raise ArtifactError(path, exc.lineno, f"not valid JSON: {exc.msg}") from None

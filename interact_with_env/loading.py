@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Iterable
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 from envscaler_core.artifacts import EnvSpec, Scenario
 from envscaler_core.cli import UserError
 from envscaler_core.original_format import load_envs, load_scenarios
+from envscaler_core.runtime import EnvLoadError
 from envscaler_core.store import ArtifactError
 
 
@@ -18,10 +20,15 @@ def read_envs(path: Path) -> dict[str, EnvSpec]:
     try:
         envs = load_envs(path)
     except (ArtifactError, ValueError, OSError) as exc:
-        raise UserError(f"cannot read environments from {path}: {exc}") from None
+        raise UserError(_unreadable("environments", path, exc)) from None
     if not envs:
         raise UserError(f"{path}: no environments")
     return envs
+
+
+def _unreadable(what: str, path: Path, exc: Exception) -> str:
+    """One line: an :class:`ArtifactError` names the file (and line) itself."""
+    return f"cannot read {what}: {exc}" if isinstance(exc, ArtifactError) else f"cannot read {what} from {path}: {exc}"
 
 
 def read_env(path: Path, env_id: str | None) -> EnvSpec:
@@ -32,8 +39,17 @@ def read_env(path: Path, env_id: str | None) -> EnvSpec:
             return next(iter(envs.values()))
         raise UserError(f"{path} holds {len(envs)} environments; choose one with --env-id")
     if env_id not in envs:
-        raise UserError(f"unknown env id {env_id!r} in {path} (known: {', '.join(sorted(envs)[:10])})")
+        raise UserError(f"unknown env id {env_id!r} in {path} ({known_ids(env_id, envs)})")
     return envs[env_id]
+
+
+def known_ids(wanted: str, known: Iterable[str], shown: int = 5) -> str:
+    """A few of the ``known`` ids, those closest to ``wanted`` first, and how many there are."""
+    known = sorted(known)
+    close = difflib.get_close_matches(wanted, known, n=shown, cutoff=0.5)
+    first = close + [i for i in known if i not in close][: shown - len(close)]
+    more = f", … {len(known)} in all" if len(known) > shown else ""
+    return f"known: {', '.join(first)}{more}"
 
 
 def read_scenarios(path: Path, envs: dict[str, EnvSpec], ids: Iterable[str] | None = None) -> list[Scenario]:
@@ -41,13 +57,13 @@ def read_scenarios(path: Path, envs: dict[str, EnvSpec], ids: Iterable[str] | No
     try:
         scenarios = load_scenarios(path)
     except (ArtifactError, ValueError, OSError) as exc:
-        raise UserError(f"cannot read scenarios from {path}: {exc}") from None
+        raise UserError(_unreadable("scenarios", path, exc)) from None
     if ids:
         wanted = list(ids)
         known = {s.id: s for s in scenarios}
         missing = [i for i in wanted if i not in known]
         if missing:
-            raise UserError(f"unknown scenario id {missing[0]!r} in {path}")
+            raise UserError(f"unknown scenario id {missing[0]!r} in {path} ({known_ids(missing[0], known)})")
         scenarios = [known[i] for i in wanted]
     for scenario in scenarios:
         if scenario.env_id not in envs:
@@ -70,3 +86,8 @@ def read_json_file(path: Path, what: str) -> Any:
     if not path.exists():
         raise UserError(f"{what} file not found: {path}")
     return parse_json_arg(path.read_text(encoding="utf-8"), f"{what} file {path}")
+
+
+def env_load_error(env: EnvSpec, exc: EnvLoadError) -> UserError:
+    """The one-line error of an environment whose code does not load in the sandbox."""
+    return UserError(f"env {env.env_id!r} does not load ({exc.error_type}): {str(exc).splitlines()[0]}")

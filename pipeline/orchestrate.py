@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -86,7 +87,8 @@ class Run:
             return f"its own scenarios ({count_proven_scenarios(own)} proven, {own})"
         return f"the bundled scenarios {used} (no scenario of its own was proven)"
 
-    def run_step(self, step: Step) -> bool:
+    def run_step(self, step: Step, position: str) -> bool:
+        """Runs ``step`` (``position``: its place among the steps run, as ``[3/7]``)."""
         values = self.placeholders()
         if step.only_if_exists:
             path = Path(step.only_if_exists.format(**values))
@@ -94,7 +96,7 @@ class Run:
                 self.timings.append((step.name, 0.0, f"skipped: {path} is empty"))
                 return True
         args = [a.format(**values) for a in step.args]
-        print(f"\n=== {step.name}: python -m {step.module} {' '.join(args)}", flush=True)
+        print(f"\n=== {position} {step.name}: python -m {step.module} {' '.join(args)}", flush=True)
         started = time.monotonic()
         code = subprocess.call([sys.executable, "-m", step.module, *args])
         elapsed = time.monotonic() - started
@@ -135,6 +137,16 @@ class Run:
             )
 
 
+def play_command(run: Run) -> str:
+    """The play demo on the run's environments and scenarios, with the run's config: the same
+    models and agent settings (``repeat_note``, ``answer_after_done``) as its rollouts."""
+    values = run.placeholders()
+    return shlex.join(
+        ["python", "-m", "interact_with_env", "app", "--envs", values["envs"], "--scenarios", values["scenarios"]]
+        + ["--config", values["config"]]
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(list(argv or []))
     logging.basicConfig(
@@ -156,17 +168,13 @@ def main(argv: list[str] | None = None) -> int:
     run = Run(config, args.config)
     started = time.monotonic()
     ok = True
-    for step in config.steps:
-        if args.only and step.name not in args.only:
-            continue
-        if not run.run_step(step):
+    steps = [step for step in config.steps if not args.only or step.name in args.only]
+    for number, step in enumerate(steps, 1):
+        if not run.run_step(step, f"[{number}/{len(steps)}]"):
             ok = False
             break
     print_summary(config.out, endpoint, run.scenarios_used(), run.timings, run.notes, time.monotonic() - started)
     for label, path in artifact_paths(config.out):
         print(f"  {label:<22} {path}")
-    envs, scenarios = run.placeholders()["envs"], run.placeholders()["scenarios"]
-    print(
-        f"\nPlay with what was just built:\n  python -m interact_with_env app --envs {envs} --scenarios {scenarios}\n"
-    )
+    print(f"\nPlay with what was just built:\n  {play_command(run)}\n")
     return 0 if ok else 1

@@ -1,8 +1,9 @@
 """``python -m sft export``: trajectories -> a LlamaFactory dataset directory or a Hub dataset.
 
 LlamaFactory formats (``sharegpt``, ``alpaca``) write ``<name>.json`` (the rows),
-``dataset_info.json`` (merged with an existing one, so several exports can share a directory) and
-``<name>.report.json`` (kept, dropped and why). ``--format hf`` writes the release's SFT
+``dataset_info.json`` (merged with an existing one, so several exports can share a directory),
+``<name>.report.json`` (kept, dropped and why) and ``README.md``, the folder's dataset card
+(:mod:`sft.card`). ``--format hf`` writes the release's SFT
 trajectory layout (``traj_type``, ``task_info``, ``tools``, ``messages``, ``user_messages``,
 ``steps``) as Parquet plus a dataset card that ``datasets.load_dataset`` reads, and
 ``--push-to-hub REPO`` uploads it when a Hugging Face token is configured.
@@ -27,6 +28,7 @@ from envscaler_core.rollout.filters import completed, filter_report, filter_repo
 from envscaler_core.runner import StageContext, update_manifest
 from envscaler_core.runtime import hash_jsonable
 from envscaler_core.store import ArtifactError, JsonlStore, read_json, write_json_atomic
+from sft.card import write_card
 from sft.dialogue import DropSample, to_dialogue
 from sft.formats import to_alpaca, to_sharegpt
 
@@ -218,6 +220,7 @@ def write_dataset(out: Path, name: str, fmt: str, rows: list[dict], report: dict
     info[name] = {"file_name": data_path.name, **(SHAREGPT_INFO if fmt == "sharegpt" else ALPACA_INFO)}
     write_json_atomic(info_path, info)
     write_json_atomic(out / f"{name}.report.json", report)
+    write_card(out)
     return data_path
 
 

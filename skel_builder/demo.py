@@ -104,13 +104,19 @@ class DemoBuilder:
         methods: list[str] = []
         task = asyncio.ensure_future(make(lambda kind, payload: queue.put_nowait((kind, payload))))
         task.add_done_callback(lambda _: queue.put_nowait((_DONE, None)))
-        while True:
-            kind, payload = await queue.get()
-            if kind is _DONE:
-                break
-            message = _apply(view, methods, kind, payload)
-            if message:
-                yield step(message)
+        try:
+            while True:
+                kind, payload = await queue.get()
+                if kind is _DONE:
+                    break
+                message = _apply(view, methods, kind, payload)
+                if message:
+                    yield step(message)
+        finally:
+            # a build stopped on the page (or a closed stream) stops here: no model call goes on
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         view["_result"] = task.result()
 
 
@@ -172,12 +178,19 @@ def build_app(config: SkelBuilderConfig, sandbox: Sandbox):
     import gradio as gr
 
     builder = DemoBuilder(config, sandbox)
+    tasks = bundled_tasks()
     with gr.Blocks(title="EnvScaler - build an environment") as app:
-        gr.Markdown("# EnvScaler SkelBuilder\nFrom a task to an inspected, executable environment.")
+        gr.Markdown(
+            "# EnvScaler SkelBuilder\nFrom a task to an inspected, executable environment.\n\n"
+            f"Model (from the configuration): {config.llm_config('pipeline').endpoint_label}",
+            elem_id="model",
+        )
         with gr.Row():
-            picked = gr.Dropdown(bundled_tasks(), label="Bundled task", value=None, elem_id="picked")
-            typed = gr.Textbox(label="...or type a task", lines=2, elem_id="typed")
-        button = gr.Button("Build environment", variant="primary", elem_id="build")
+            picked = gr.Dropdown(tasks, label="Bundled task", value=tasks[0] if tasks else None, elem_id="picked")
+            typed = gr.Textbox(label="...or type a task (used instead when given)", lines=2, elem_id="typed")
+        with gr.Row():
+            button = gr.Button("Build environment", variant="primary", elem_id="build")
+            stop = gr.Button("Stop", variant="stop", elem_id="stop")
         status = gr.Markdown(elem_id="status")
         with gr.Row():
             judge = gr.JSON(label="Judge")
@@ -198,5 +211,10 @@ def build_app(config: SkelBuilderConfig, sandbox: Sandbox):
             async for view in builder.build(typed_task or picked_task or ""):
                 yield [gr.skip() if view.get(k) is None else view[k] for k in OUTPUTS]
 
-        button.click(run, [picked, typed], outputs)
+        building = button.click(run, [picked, typed], outputs)
+        stop.click(_stopped, status, status, cancels=[building])
     return app
+
+
+def _stopped(status: str | None) -> str:
+    return (status or "") + "\n- **Stopped.** Press *Build environment* to start again."

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import importlib
 import io
 import re
 from pathlib import Path
@@ -46,3 +48,42 @@ def test_the_extractor_reads_only_the_section_under_its_heading() -> None:
     )
     code = readme_example(text)
     assert promised_output(code) == ["1"]
+
+
+STAGE_OPTIONS = "These commands take `--config FILE`"
+STAGES = ("skel_builder", "scen_generator", "interact_with_env", "sft", "rl", "evaluation")
+# their --config / --set carry another tool's settings (LlamaFactory, TRL); the README says so apart
+OTHER_TOOLS_SETTINGS = {"sft train", "rl trl-train"}
+
+
+def commands_with_stage_options() -> set[str]:
+    """``stage command`` of every command whose parser has ``--set`` for the stage's own config."""
+    found = set()
+    for stage in STAGES:
+        for name, (module, _help) in importlib.import_module(f"{stage}.__main__").COMMANDS.items():
+            parser = argparse.ArgumentParser()
+            importlib.import_module(module).add_arguments(parser)
+            flags = {flag for action in parser._actions for flag in action.option_strings}
+            if "--set" in flags:
+                found.add(f"{stage} {name}")
+    return found - OTHER_TOOLS_SETTINGS
+
+
+def readme_stage_option_commands(text: str) -> set[str]:
+    """The commands the README's paragraph lists as `stage a|b|c`."""
+    paragraph = text.split(STAGE_OPTIONS, 1)[1].split("\n\n", 1)[0]
+    listed = re.findall(r"`(\w+) ([\w|-]+)`", paragraph.split("also take", 1)[0])
+    return {f"{stage} {name}" for stage, names in listed if stage in STAGES for name in names.split("|")}
+
+
+def test_the_readme_names_exactly_the_commands_that_take_config_and_set() -> None:
+    listed = readme_stage_option_commands((ROOT / "README.md").read_text())
+    assert listed == commands_with_stage_options()
+
+
+def test_the_interact_guide_names_exactly_its_commands_that_take_config_and_set() -> None:
+    guide = (ROOT / "docs" / "interact_with_env.md").read_text()
+    sentence = re.search(r"((?:`[\w-]+`(?:, | and ))+`[\w-]+`) also take `--config FILE`", guide)
+    assert sentence, "docs/interact_with_env.md should say which commands take --config and --set"
+    listed = {f"interact_with_env {name}" for name in re.findall(r"`([\w-]+)`", sentence.group(1))}
+    assert listed == {c for c in commands_with_stage_options() if c.startswith("interact_with_env ")}

@@ -61,6 +61,11 @@ class LLMConfig(BaseModel):
         return 0 if self.constrain_tool_calls else None
 
     @property
+    def endpoint_label(self) -> str:
+        """``model @ base URL`` (the embedded model without a URL): what a page says it talks to."""
+        return f"{self.model} @ {self.base_url or 'the embedded llama.cpp model'}"
+
+    @property
     def is_embedded(self) -> bool:
         return not self.base_url
 

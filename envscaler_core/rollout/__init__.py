@@ -12,6 +12,7 @@ from envscaler_core.rollout.engine import RolloutEngine, run_episodes
 from envscaler_core.rollout.episode import Episode
 from envscaler_core.rollout.filters import FilterSettings, filter_reasons, filter_trajectories
 from envscaler_core.rollout.metrics import build_report, is_success, report_rows, success_counts
+from envscaler_core.rollout.progress import EpisodeProgress
 from envscaler_core.rollout.rewards import ChecklistReward
 from envscaler_core.rollout.tasks import ScenarioEnvs, ScenarioPayload, env_introduction, episode_tasks
 from envscaler_core.rollout.types import (
@@ -39,6 +40,7 @@ __all__ = [
     "EnvFactory",
     "Episode",
     "EpisodeOutcome",
+    "EpisodeProgress",
     "EpisodeTask",
     "FilterSettings",
     "PreparingRewardHook",

@@ -4,35 +4,31 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from envscaler_core.cli import UserError
 from envscaler_core.runtime import EnvLoadError, Sandbox
-from interact_with_env.loading import parse_json_arg, read_env, read_json_file
+from interact_with_env.commands.options import add_start_arguments, env_and_start_state
+from interact_with_env.loading import env_load_error, parse_json_arg
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--envs", type=Path, required=True, help="envs.jsonl or original env metadata JSON")
-    parser.add_argument("--env-id", help="environment id (optional when the file holds one)")
-    parser.add_argument("--state", type=Path, help="initial state JSON (keys = attribute names)")
+    add_start_arguments(parser)
     parser.add_argument("--tool", required=True, help="tool name")
     parser.add_argument("--args", default="{}", help="arguments as a JSON object")
     parser.add_argument("--show-state", action="store_true", help="also print the new state")
 
 
 def run(args: argparse.Namespace) -> int:
-    env = read_env(args.envs, args.env_id)
-    state = read_json_file(args.state, "state") if args.state else {}
-    if not isinstance(state, dict):
-        raise UserError("the state file must hold a JSON object keyed by attribute name")
+    env, state = env_and_start_state(args)
     arguments = parse_json_arg(args.args, "--args")
     with Sandbox(1, 1) as sandbox:
         try:
+            names = [tool["function"]["name"] for tool in sandbox.tools(env)]
+            if args.tool not in names:
+                raise UserError(f"env {env.env_id!r} has no tool {args.tool!r} (tools: {', '.join(names)})")
             session = sandbox.open(env, state)
         except EnvLoadError as exc:
-            raise UserError(
-                f"env {env.env_id!r} does not load ({exc.error_type}): {str(exc).splitlines()[0]}"
-            ) from None
+            raise env_load_error(env, exc) from None
         with session:
             before = session.state_hash()
             result = session.call(args.tool, arguments)

@@ -6,7 +6,7 @@ import argparse
 import asyncio
 
 from envscaler_core.artifacts import Trajectory
-from envscaler_core.rollout import episode_tasks
+from envscaler_core.rollout import EpisodeProgress, episode_tasks
 from envscaler_core.runner import process_items, update_manifest
 from interact_with_env.commands.options import add_rollout_arguments, rollout_config
 from interact_with_env.loading import read_envs, read_scenarios
@@ -27,9 +27,18 @@ def run(args: argparse.Namespace) -> int:
     ctx = stage_context(config)
     store = ctx.store("trajectories", Trajectory)
     tasks = episode_tasks(scenarios, envs, config.samples, config.seed)
+    progress = EpisodeProgress(config.rollout_settings().max_steps)
     with rollout_engine(ctx) as engine:
         stats = asyncio.run(
-            process_items(ctx, [(t.id, t) for t in tasks], engine.run_episode, store, done=store.ids(), desc="episodes")
+            process_items(
+                ctx,
+                [(t.id, t) for t in tasks],
+                progress.track(engine.run_episode),
+                store,
+                done=store.ids(),
+                desc="episodes",
+                status=progress.status,
+            )
         )
     trajectories = [t for t in store.read() if t.id in {task.id for task in tasks}]
     report = write_report(trajectories, ctx.out / "report.json", config.max_k)

@@ -6,9 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
-from envscaler_core.cli import UserError
 from envscaler_core.runtime import EnvLoadError, Sandbox
-from interact_with_env.loading import read_env
+from interact_with_env.loading import env_load_error, read_env
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,8 +21,6 @@ def run(args: argparse.Namespace) -> int:
         try:
             tools = sandbox.tools(env)
         except EnvLoadError as exc:
-            raise UserError(
-                f"env {env.env_id!r} does not load ({exc.error_type}): {str(exc).splitlines()[0]}"
-            ) from None
+            raise env_load_error(env, exc) from None
     print(json.dumps(tools, indent=2, ensure_ascii=False))
     return 0

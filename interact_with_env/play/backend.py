@@ -48,8 +48,7 @@ class PlayBackend:
     def endpoint_label(self) -> str:
         """Which models play, as configured (never typed into the page)."""
         agent, user = self.config.llm_config("agent"), self.config.llm_config("user")
-        agent_at, user_at = (c.base_url or "embedded llama.cpp model" for c in (agent, user))
-        return f"agent: `{agent.model}` @ {agent_at} · user simulator: `{user.model}` @ {user_at}"
+        return f"agent: {agent.endpoint_label} · user simulator: {user.endpoint_label}"
 
     def engine(self, mode: str, agent_mode: str, human_agent: bool, human_user: bool) -> RolloutEngine:
         """An engine for one session's choices (endpoint clients only for the model-played sides)."""

@@ -9,6 +9,7 @@ the live state; :meth:`PlaySession.finish` scores the episode and saves the traj
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -84,12 +85,19 @@ class PlaySession:
             await self.episode.step()
             await self.refresh()
 
-    async def run_all(self) -> None:
-        """Plays automatic turns until the end or until a person must act (bounded)."""
-        for _ in range(4 * self.settings.max_steps + 2):
+    async def run_turns(self) -> AsyncIterator[int]:
+        """Plays automatic turns until the end or until a person must act (bounded), and yields
+        the number of turns played after each one: the page shows every turn as it happens."""
+        for played in range(1, 4 * self.settings.max_steps + 3):
             if self.waiting_for not in ("agent", "user"):
-                break
+                return
             await self.step()
+            yield played
+
+    async def run_all(self) -> None:
+        """:meth:`run_turns` to its end."""
+        async for _ in self.run_turns():
+            pass
 
     async def send(self, text: str) -> None:
         """A person's turn: an agent answer/tool call or a user message, whichever is due."""
@@ -172,7 +180,11 @@ class PlaySession:
         if self.trajectory is None:
             passed = sum(s == "true" for _, s in self.checks)
             waiting = self.waiting_for.replace("human-", "you (as ") + (")" if "human" in self.waiting_for else "")
-            return f"**Live checklist:** {passed}/{len(self.checks)} · next: {waiting}"
+            turns = self.episode.agent_turns if self.episode else 0
+            return (
+                f"**Live checklist:** {passed}/{len(self.checks)} · agent turns: {turns}/{self.settings.max_steps}"
+                f" · next: {waiting}"
+            )
         r = self.trajectory.reward
         return (
             f"### Final reward: {r.final}\n- termination: {self.trajectory.termination}\n"

@@ -6,6 +6,7 @@ from typing import Any
 
 import gradio as gr
 
+from envscaler_core.artifacts import Scenario
 from envscaler_core.llm import LLMError
 from envscaler_core.rollout import env_introduction
 from envscaler_core.runtime import SandboxError
@@ -36,19 +37,32 @@ def _env_views(backend: PlayBackend, env_id: str) -> tuple[Any, ...]:
 
 def _scenario_views(backend: PlayBackend, scenario_id: str | None) -> tuple[Any, ...]:
     if not scenario_id:
-        return "", {}, []
+        return "", {}, ""
     s = backend.scenarios[scenario_id]
-    return (f"**Task:** {s.task}", s.init_config, [[c.check_item, c.check_func] for c in s.checklist_with_func])
+    return (f"**Task:** {s.task}", s.init_config, checker_listing(s))
+
+
+def checker_listing(scenario: Scenario) -> str:
+    """The checklist as one Python listing: each item a comment above its checker. Shown in a
+    code view whose lines wrap, it reads whole in a narrow panel (a table's code column does not)."""
+    blocks = []
+    for number, item in enumerate(scenario.checklist_with_func, 1):
+        blocks.append(f"# {number}. {' '.join(item.check_item.split())}\n{item.check_func.strip()}")
+    return "\n\n".join(blocks) + "\n"
 
 
 def build_app(backend: PlayBackend) -> gr.Blocks:
     """The demo page."""
     env_choices = [(f"{e.env_id}: {e.environment_summary[:60]}", e.env_id) for e in backend.envs.values()]
 
-    async def guarded(key: str, action) -> tuple[Any, ...]:
+    def session_of(key: str) -> PlaySession:
         session = backend.sessions.get(key)
         if session is None:
             raise gr.Error("Press Start first.")
+        return session
+
+    async def guarded(key: str, action) -> tuple[Any, ...]:
+        session = session_of(key)
         try:
             await action(session)
         except (LLMError, SandboxError) as exc:
@@ -70,8 +84,13 @@ def build_app(backend: PlayBackend) -> gr.Blocks:
     async def step(key):
         return await guarded(key, lambda s: s.step())
 
-    async def run_all(key):
-        return await guarded(key, lambda s: s.run_all())
+    async def run_all(key):  # a generator: Gradio streams each turn to the page as it is played
+        session = session_of(key)
+        try:
+            async for _ in session.run_turns():
+                yield _views(session)
+        except (LLMError, SandboxError) as exc:
+            raise gr.Error(f"{type(exc).__name__}: {exc}") from None
 
     async def send(key, text):
         return (*await guarded(key, lambda s: s.send(text)), "")
@@ -94,7 +113,13 @@ def build_app(backend: PlayBackend) -> gr.Blocks:
                 with gr.Accordion("Initial state", open=False):
                     init_json = gr.JSON()
                 with gr.Accordion("Checklist and checker code", open=False):
-                    checklist_df = gr.Dataframe(headers=["check", "check_func"], wrap=True)
+                    checklist_code = gr.Code(
+                        language="python",
+                        wrap_lines=True,
+                        show_line_numbers=False,
+                        show_label=False,
+                        elem_id="checkers",
+                    )
                 with gr.Accordion("Program implementation", open=False):
                     code = gr.Code(language="python")
             with gr.Column(scale=2):
@@ -135,7 +160,7 @@ def build_app(backend: PlayBackend) -> gr.Blocks:
 
         views = [chatbot, steps_df, checks_df, state_json, result_md, download]
         env_dd.change(lambda e: _env_views(backend, e), env_dd, [scen_dd, intro_md, tools_json, code])
-        scen_dd.change(lambda s: _scenario_views(backend, s), scen_dd, [task_md, init_json, checklist_df])
+        scen_dd.change(lambda s: _scenario_views(backend, s), scen_dd, [task_md, init_json, checklist_code])
         demo.load(lambda e: _env_views(backend, e), env_dd, [scen_dd, intro_md, tools_json, code])
         start_btn.click(start, [key, scen_dd, mode, agent_mode, agent_player, user_player], [key, *views])
         step_btn.click(step, key, views)

@@ -1,6 +1,7 @@
 import json
 
 import pytest
+from pydantic import BaseModel
 
 from envscaler_core.artifacts import ChecklistItem, EnvSpec, Scenario
 from envscaler_core.cli import UserError
@@ -11,9 +12,15 @@ from envscaler_core.store import ArtifactError, JsonlStore
 pytestmark = pytest.mark.unit
 
 
+class Limits(BaseModel):
+    max_items: int = 3
+
+
 class DemoConfig(StageConfig):
     rounds: int = 30
     threshold: float = 0.85
+    limits: Limits = Limits()
+    extra_limits: Limits | None = None
 
 
 def test_config_file_then_overrides(tmp_path, monkeypatch):
@@ -28,6 +35,39 @@ def test_config_file_then_overrides(tmp_path, monkeypatch):
         load_config(DemoConfig, "demo", None, {"rounds": "many"})
     with pytest.raises(UserError, match="KEY=VALUE"):
         parse_overrides(["oops"])
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("round=5", "unknown key round (did you mean rounds?)"),
+        ("limits.max_item=5", "unknown key limits.max_item (did you mean limits.max_items?)"),
+        ("extra_limits.max_itms=5", "unknown key extra_limits.max_itms (did you mean extra_limits.max_items?)"),
+        ("llm.agent.modle=x", "unknown key llm.agent.modle (did you mean llm.agent.model?)"),
+        ("llm.default.timeout=9", "unknown key llm.default.timeout (did you mean llm.default.timeout_s?)"),
+        ("llm.agnet.model=x", "unknown key llm.agnet (did you mean llm.agent?)"),
+        ("limits.zzz=1", "unknown key limits.zzz (known: max_items)"),
+    ],
+)
+def test_unknown_keys_name_the_closest_valid_one(tmp_path, override, message):
+    with pytest.raises(UserError) as from_set:
+        load_config(DemoConfig, "demo", None, parse_overrides([override]))
+    assert str(from_set.value) == f"invalid demo config: {message}"
+    key, value = override.split("=")
+    path = tmp_path / "c.yaml"
+    *parents, leaf = key.split(".")
+    text, indent = "", ""
+    for part in ["llm", *parents[1:]] if parents[:1] == ["llm"] else ["demo", *parents]:
+        text, indent = text + f"{indent}{part}:\n", indent + "  "
+    path.write_text(text + f"{indent}{leaf}: {value}\n")
+    with pytest.raises(UserError) as from_file:
+        load_config(DemoConfig, "demo", path)
+    assert str(from_file.value) == f"invalid demo config: {message}"
+
+
+def test_known_nested_keys_load():
+    cfg = load_config(DemoConfig, "demo", None, parse_overrides(["limits.max_items=5", "llm.user.timeout_s=9"]))
+    assert cfg.limits.max_items == 5 and cfg.llm_config("user").timeout_s == 9
 
 
 def test_user_role_reads_user_openai_vars(monkeypatch):
@@ -78,8 +118,9 @@ def test_original_scenarios_round_trip(tmp_path):
 
 
 def test_missing_and_broken_files_are_clear(tmp_path):
-    with pytest.raises(ArtifactError, match="file not found"):
+    with pytest.raises(ArtifactError) as missing:
         load_envs(tmp_path / "nope.json")
+    assert str(missing.value) == f"{tmp_path / 'nope.json'}: file not found"  # a whole file has no line
     bad = tmp_path / "bad.json"
     bad.write_text('{"env_1": {"env_class_name": "X"}}')
     with pytest.raises(ArtifactError, match="env_class_code"):

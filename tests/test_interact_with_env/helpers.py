@@ -7,6 +7,8 @@ stay correct when many episodes run concurrently against one scripted server.
 from __future__ import annotations
 
 import contextlib
+import io
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -54,6 +56,41 @@ def planned(
         return plan[min(turn_index(request), len(plan) - 1)]
 
     return policy
+
+
+HANG_GUARD_S = 300  # only ever reached when the awaited thing never happens (a failing test)
+
+
+def gated(policy: Callable[[dict], Reply], at_turn: int) -> tuple[Callable[[dict], Reply], threading.Event]:
+    """``policy`` whose answer to every agent request for turn ``at_turn`` waits for the returned
+    event: the episode stays in flight, its earlier turns done, until the test sets it."""
+    gate = threading.Event()
+
+    def held(request: dict) -> Reply:
+        if not is_user_request(request) and turn_index(request) == at_turn:
+            gate.wait(HANG_GUARD_S)
+        return policy(request)
+
+    return held, gate
+
+
+class WatchedOutput(io.StringIO):
+    """A text stream a test can wait on until some text has been written to it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._written = threading.Condition()
+
+    def write(self, text: str) -> int:
+        with self._written:
+            count = super().write(text)
+            self._written.notify_all()
+        return count
+
+    def wait_for(self, text: str) -> bool:
+        """Whether ``text`` was written (False only after :data:`HANG_GUARD_S`)."""
+        with self._written:
+            return self._written.wait_for(lambda: text in self.getvalue(), HANG_GUARD_S)
 
 
 CHECKOUT_PLAN = [

@@ -65,16 +65,40 @@ def test_call_with_a_bad_tool_call_reports_it_in_the_observation(capsys):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["tools", "--envs", "missing.json"], "not found"),
+        (["tools", "--envs", "missing.json"], "error: cannot read environments: missing.json: file not found"),
         (["tools", "--envs", str(ENVS), "--env-id", "nope"], "unknown env id"),
         (["call", "--envs", str(ENVS), "--tool", "get_book", "--args", "{bad"], "not valid JSON"),
         (["call", "--envs", str(ENVS), "--tool", "get_book", "--state", "missing.json"], "not found"),
+        (
+            ["call", "--envs", str(ENVS), "--tool", "nope"],
+            "env 'library' has no tool 'nope' (tools: list_books, get_book, checkout_book, return_book)",
+        ),
+        (
+            ["call", "--envs", str(ENVS), "--scenarios", str(SCENARIOS), "--scenario-id", "library-chekout"],
+            "(known: library-checkout, library-return)",
+        ),
+        (["call", "--envs", str(ENVS), "--scenario-id", "library-checkout", "--tool", "x"], "go together"),
+        (
+            ["call", "--envs", str(ENVS), "--scenarios", str(SCENARIOS), "--scenario-id", "library-checkout"]
+            + ["--env-id", "other", "--tool", "list_books"],
+            "is in env 'library', not 'other'",
+        ),
     ],
 )
 def test_bad_input_exits_2_with_one_line(argv, message, capsys):
+    if argv[0] == "call" and "--tool" not in argv:
+        argv = [*argv, "--tool", "list_books"]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert message in err and len(err.splitlines()) == 1
+    assert message in err and len(err.splitlines()) == 1 and ":0" not in err
+
+
+def test_call_starts_from_a_scenarios_initial_state(capsys):
+    argv = ["call", "--envs", str(ENVS), "--scenarios", str(SCENARIOS), "--scenario-id", "library-return"]
+    assert main([*argv, "--tool", "return_book", "--args", '{"book_id": "B2"}', "--show-state"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["observation"]["success"] is True, out["observation"]
+    assert out["state"]["books"]["B2"]["status"] == "available" and out["state_diff"]
 
 
 def test_debug_prints_the_episode_turn_by_turn(scripted_env, tmp_path, capsys):

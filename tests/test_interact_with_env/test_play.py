@@ -45,6 +45,26 @@ def test_model_plays_step_by_step_and_checklist_turns_green(backend, scripted_en
     assert any("checkout_book" in m["content"] for m in s.chat())
 
 
+def test_run_turns_hands_each_turn_back_before_the_next_is_asked(backend, scripted_env):
+    scripted_env.policy = planned(CHECKOUT_PLAN)
+
+    async def play():
+        _, s = await backend.new_session("library-checkout", "task", "fc", False, False)
+        shown = []
+        async for played in s.run_turns():
+            tools = [row[1] for row in s.step_rows()]
+            shown.append((played, len(scripted_env.completion_requests), tools, s.result_markdown()))
+        return shown
+
+    shown = asyncio.run(play())
+    assert [row[:3] for row in shown] == [
+        (1, 1, ["get_book"]),
+        (2, 2, ["get_book", "checkout_book"]),
+        (3, 3, ["get_book", "checkout_book"]),
+    ]
+    assert "Live checklist:** 0/2 · agent turns: 1/30 · next: agent" in shown[0][3]
+
+
 def test_person_plays_the_agent_and_the_user(backend, scripted_env):
     async def play():
         _, s = await backend.new_session("library-return", "user", "fc", True, True)

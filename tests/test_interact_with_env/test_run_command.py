@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import json
+import sys
+import threading
 
 from envscaler_core.artifacts import FailureRecord, Trajectory
 from envscaler_core.store import JsonlStore
 from envscaler_core.testing.scripted_server import Reply
 from interact_with_env.__main__ import main
-from tests.test_interact_with_env.helpers import CHECKOUT_PLAN, ENVS, FIXTURES, RETURN_PLAN, SCENARIOS, planned
+from tests.test_interact_with_env.helpers import (
+    CHECKOUT_PLAN,
+    ENVS,
+    FIXTURES,
+    RETURN_PLAN,
+    SCENARIOS,
+    WatchedOutput,
+    gated,
+    planned,
+)
 
 FAST = ["--set", "llm.default.max_retries=0", "--set", "llm.default.timeout_s=5"]
 
@@ -48,6 +59,29 @@ def test_run_writes_trajectories_report_and_manifest(scripted_env, tmp_path, cap
     assert "pass^2" in capsys.readouterr().out
 
 
+def test_run_shows_the_turns_and_tool_calls_of_the_episodes_in_flight(scripted_env, tmp_path, monkeypatch):
+    monkeypatch.delenv("ENVSCALER_NO_PROGRESS", raising=False)
+    stderr = WatchedOutput()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    scripted_env.policy, gate = gated(planned(CHECKOUT_PLAN), at_turn=2)  # held before its answer
+    codes: list[int] = []
+    run = threading.Thread(
+        target=lambda: codes.append(
+            run_cmd(tmp_path, "--scenario-id", "library-checkout", "--set", "llm.default.timeout_s=600")
+        )
+    )
+    run.start()
+    try:
+        # the episode is in flight, both of its tool calls made: the line says so before it ends
+        assert stderr.wait_for("episodes: 0/1"), stderr.getvalue()
+        assert stderr.wait_for("1 running: 2 turns, 2 tool calls, ETA ≤ "), stderr.getvalue()
+    finally:
+        gate.set()
+        run.join()
+    assert codes == [0]
+    assert len(JsonlStore(tmp_path / "trajectories.jsonl", Trajectory).read_all()) == 1
+
+
 def test_resume_reruns_only_failed_episodes(scripted_env, tmp_path):
     broken = planned(CHECKOUT_PLAN, by_task={"Emma": [Reply.error("500")]})
     scripted_env.policy = broken
@@ -82,7 +116,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path, capsys):
         == 2
     )
     err = capsys.readouterr().err.strip()
-    assert err.startswith("error:") and "not found" in err and len(err.splitlines()) == 1
+    assert err == f"error: cannot read environments: {tmp_path / 'nope.jsonl'}: file not found"
     assert (
         main(
             [
@@ -99,6 +133,21 @@ def test_bad_input_is_one_line_exit_2(tmp_path, capsys):
         )
         == 2
     )
+    assert "unknown scenario id 'missing'" in (err := capsys.readouterr().err)
+    assert "(known: library-checkout, library-return)" in err
+
+
+def test_a_nested_config_typo_stops_the_run_before_any_episode(scripted_env, tmp_path, capsys):
+    scripted_env.policy = planned(CHECKOUT_PLAN)
+    config = tmp_path / "c.yaml"
+    config.write_text("interact_with_env:\n  filter:\n    min_rewrd: 1\n")
+    assert run_cmd(tmp_path, "--set", "llm.agent.modle=x") == 2
+    assert run_cmd(tmp_path, "--config", str(config)) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: invalid interact_with_env config: unknown key llm.agent.modle (did you mean llm.agent.model?)",
+        "error: invalid interact_with_env config: unknown key filter.min_rewrd (did you mean filter.min_reward?)",
+    ]
+    assert not scripted_env.requests and not (tmp_path / "trajectories.jsonl").exists()
 
 
 def test_report_and_filter_commands(scripted_env, tmp_path, capsys):

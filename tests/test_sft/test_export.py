@@ -150,6 +150,14 @@ def test_cli_writes_dataset_info_and_report(tmp_path):
     assert len(json.loads((out / "envscaler_sft_sharegpt.json").read_text())) == 3
     report = json.loads((out / "envscaler_sft_alpaca.report.json").read_text())
     assert report["kept"] == 3 and report["dropped"] == 4 and report["rows"] == 3 + 2 + 3
+    card = (out / "README.md").read_text()  # one card for the folder, both datasets in it
+    sharegpt, alpaca = card.split("## `envscaler_sft_sharegpt`")[1].split("## `envscaler_sft_alpaca`")
+    assert (
+        "| trajectories read | 7 |\n| trajectories kept | 3 |\n| trajectories dropped | 4 |\n| rows | 3 |" in sharegpt
+    )
+    assert "| rows | 8 |" in alpaca and "| unparseable tool-call arguments | 1 |" in alpaca
+    assert "Thresholds: `min_reward` 0.0, `keep_unfinished` False, `keep_flagged` False." in alpaca
+    assert "| `conversations` |" in sharegpt and "| `history` |" in alpaca and "| `history` |" not in sharegpt
 
 
 def test_cli_bad_input_exits_2(tmp_path):
@@ -258,3 +266,8 @@ def test_the_report_names_what_the_filter_upstream_dropped(tmp_path):
     assert report["filtered"]["read"] == 6 and report["kept"] == 1 and report["rl"]["kept"] == 1
     assert report["filtered"]["drop_reasons"]["repeated_failing_call"] == 1
     assert "filtered out: repeated failing calls" in result.stdout and "rollout trajectories" in result.stdout
+    card = (tmp_path / "sft" / "README.md").read_text()
+    assert "filtered by `interact_with_env filter` first: 1 of 6 rollout trajectories kept." in card
+    assert "Dropped by that filter (5 trajectories; one may have several reasons):" in card
+    assert "| repeated failing calls | 1 |" in card and "| action bounds | 3 |" in card
+    assert "Dropped by the export: none." in card
