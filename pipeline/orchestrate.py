@@ -69,6 +69,9 @@ class Run:
         ):
             # the bundled scenarios belong to the bundled environment: switch both together
             envs, scenarios = self.config.fallback_envs, self.config.fallback_scenarios
+        # initial states of the environments in use: the run's own, or the bundled scenarios' states
+        own_envs = Path(envs) == out / "envs.jsonl"
+        states = out / "scen_states.jsonl" if own_envs or not self.config.fallback_scenarios else None
         return {
             "out": str(out),
             "config": str(self.config_path),
@@ -77,6 +80,7 @@ class Run:
             "seed": str(self.config.seed),
             "envs": str(envs),
             "scenarios": str(scenarios),
+            "states": str(states or self.config.fallback_scenarios),
         }
 
     def scenarios_used(self) -> str:

@@ -38,9 +38,15 @@ def count_proven_scenarios(path: Path) -> int:
     return sum(1 for r in _records(path) if r.get("status") == "proven")
 
 
+LADDER = "ladder"
+"""The folder of the run's difficulty ladder (an arena): its episodes are reported per level, apart."""
+
+
 def _trajectories(out: Path) -> list[Trajectory]:
     found = []
     for path in sorted(out.rglob(ARTIFACT_FILES["trajectories"])):
+        if LADDER in path.relative_to(out).parts[:1]:
+            continue
         for raw in _records(path):
             try:
                 found.append(Trajectory.from_stored(raw))
@@ -136,8 +142,43 @@ def summary_figures(out: Path, scenarios_used: str, wall_s: float) -> dict[str, 
         "sft_rows": report.get("rows", 0),
         "sft_drop_reasons": filtered.get("drop_reasons", {}),
         "rl": report.get("rl"),
+        "ladder": ladder_levels(out / LADDER),
         "wall_s": round(wall_s, 1),
     }
+
+
+def ladder_levels(folder: Path) -> list[dict[str, Any]]:
+    """The ladder's levels, ``[{calls, scenarios, episodes, pass_rate}]``, pooled over its rounds."""
+    report = _json(folder / "arena_report.json") or {}
+    pooled: dict[int, dict[str, Any]] = {}
+    for record in report.get("rounds", []):
+        for level in record.get("levels", []):
+            row = pooled.setdefault(
+                level["calls"], {"calls": level["calls"], "scenarios": 0, "episodes": 0, "passes": 0}
+            )
+            row["scenarios"] += level["scenarios"]
+            row["episodes"] += level["episodes"]
+            row["passes"] += round((level["pass_rate"] or 0.0) * level["episodes"])
+    return [
+        {
+            **{k: v for k, v in row.items() if k != "passes"},
+            "pass_rate": row["passes"] / row["episodes"] if row["episodes"] else None,
+        }
+        for _, row in sorted(pooled.items())
+    ]
+
+
+def _ladder_rows(levels: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+    rows = []
+    for level in levels:
+        rate = "-" if level["pass_rate"] is None else f"{level['pass_rate']:.2f}"
+        rows.append(
+            (
+                f"ladder: {level['calls']}-call tasks",
+                f"pass rate {rate} ({level['episodes']} episodes, {level['scenarios']} scenarios)",
+            )
+        )
+    return rows
 
 
 def print_summary(
@@ -159,6 +200,7 @@ def print_summary(
         ("scenarios proven", figures["scenarios_proven"]),
         *_episode_rows(figures),
         *_data_rows(dataset_report(out)),
+        *_ladder_rows(figures["ladder"]),
         ("wall time", f"{wall_s:.0f} s"),
     ]
     print()
@@ -196,7 +238,7 @@ def _usage_rows(out: Path) -> list[tuple[Any, ...]]:
             stages = json.loads(manifest.read_text()).get("stages", {})
         except json.JSONDecodeError:
             continue
-        prefix = "" if manifest.parent == out else f"{manifest.parent.name}/"
+        prefix = "" if manifest.parent == out else f"{manifest.parent.relative_to(out)}/"
         for name, info in stages.items():
             u = info.get("llm_total", {})
             rows.append(
@@ -213,8 +255,12 @@ def _usage_rows(out: Path) -> list[tuple[Any, ...]]:
 
 
 def artifact_paths(out: Path) -> list[tuple[str, Path]]:
+    """The run's artifacts; of the ladder, its report, curriculum and chart (its rounds hold the rest)."""
     found = []
     for path in sorted(out.rglob("*")):
-        if path.is_file() and path.suffix in (".jsonl", ".json") and path.stat().st_size:
-            found.append((str(path.relative_to(out)), path))
+        relative = path.relative_to(out)
+        if relative.parts[0] == LADDER and len(relative.parts) > 2:
+            continue
+        if path.is_file() and path.suffix in (".jsonl", ".json", ".svg") and path.stat().st_size:
+            found.append((str(relative), path))
     return found

@@ -102,6 +102,11 @@ def test_demo_config_end_to_end_on_the_scripted_server(tmp_path):
         assert report["total"]["calls_per_proven"] > 0 and report["total"]["envs_with_proven_scenario"] >= 1
         assert report["total"]["share_2plus_calls_and_a_lookup"] == 1.0
         assert report["total"]["agent_pass_at_1_rollouts"] == 1.0
+        # the ladder composed 1-, 2- and 3-call tasks on the kept environment and measured each level
+        ladder = json.loads((out / "ladder" / "arena_report.json").read_text())["rounds"][0]["levels"]
+        assert [level["calls"] for level in ladder] == [1, 2, 3]
+        assert all(level["scenarios"] >= 1 and level["episodes"] == 2 * level["scenarios"] for level in ladder)
+        assert "ladder: 3-call tasks" in proc.stdout
         # a second run resumes everything and pays for no LLM call
         again = _run_pipeline(out, env, timeout=600, config=config)
         assert again.returncode == 0, again.stderr[-2000:]
