@@ -211,6 +211,7 @@ class ArgumentProposer:
         own = self.index.container_of_tool(name)
         args: dict[str, Any] = {}
         target: dict | None = None
+        target_container = own
         # id parameters first: they decide the record the other values are compared with
         order = sorted(props, key=lambda p: (self._id_container(p, name) is None, p not in required))
         for param in order:
@@ -228,11 +229,14 @@ class ArgumentProposer:
                     return None
                 args[param] = key
                 if target is None and not fresh:
-                    target = self.index.tables.get(container, {}).get(key)
+                    target, target_container = self.index.tables.get(container, {}).get(key), container
                 continue
             if optional and not self._wants_optional(param, target, creating):
                 continue
-            value = self._value(param, spec, target, own)
+            if spec.get("type") == "object" and target is not None and param not in target:
+                value = self._updates(target, target_container)  # update_book(book_id, updates={...})
+            else:
+                value = self._value(param, spec, target, own)
             if value is _MISSING:
                 if optional:
                     continue
@@ -249,8 +253,9 @@ class ArgumentProposer:
 
     def _key(self, container: str, fresh: bool, draft: Draft, args: dict) -> str | None:
         created = draft.created.get(container, [])
-        if fresh:
-            return self.index.new_key(container, set(created))
+        if fresh:  # never a key a plan call removed: re-creating it would read as a change of it
+            removed = {k for c, k in draft.removed if c == container}
+            return self.index.new_key(container, set(created) | removed)
         existing = [k for k in self.index.tables.get(container, {}) if (container, k) not in draft.removed]
         if draft.link_wanted and created:
             return self.rng.choice(created)
@@ -291,6 +296,23 @@ class ArgumentProposer:
             others = [v for v in seen if v != current]
             return self.rng.choice(others) if others else _MISSING
         return _MISSING
+
+    def _updates(self, target: dict, container: str | None) -> Any:
+        """New values for one or two of ``target``'s own fields (not its id, not another record's id)."""
+        id_field = self.index.id_fields.get(container or "")
+        fields = [
+            f
+            for f, v in target.items()
+            if f != id_field and not f.endswith("_id") and isinstance(v, (str, int, float, bool))
+        ]
+        if not fields:
+            return _MISSING
+        out = {}
+        for name in self.rng.sample(fields, min(len(fields), self.rng.choice((1, 1, 2)))):
+            value = self._value(name, {}, target, container)
+            if value is not _MISSING and value != target.get(name):
+                out[name] = value
+        return out or _MISSING
 
     def _by_type(self, param: str, kind: Any, target: dict | None) -> Any:
         """A value for a parameter no record field is named after (``amount``, ``reason``)."""
