@@ -3,18 +3,19 @@
 A seeded walk over the environment's state-changing tools. Each step picks a tool (tools not used
 yet first, scaled by ``plan_tool_weights``), proposes its arguments from the state the earlier
 steps left (:mod:`scen_generator.arguments`), and runs it in a sandbox session. The call is kept
-when it succeeds and changes records no earlier step changed (else a later step would overwrite
-or undo it, and a mutant of the earlier one would still score 1.0); anything else is replaced by
-the next proposal. **Links** are data flow: with ``plan_links`` a step prefers the key of a
-record an earlier step created (update the loan that the checkout made). **Lookups** and
+when it succeeds, changes something, and leaves every earlier call needed: a call that sets a
+field an earlier one set, or removes a record the plan created, would leave a mutant without the
+earlier call at 1.0. Anything else is replaced by the next proposal. **Links** are data flow:
+with ``plan_links`` a step prefers the key of a record an earlier step created (return the loan
+that the checkout made). **Lookups** and
 **distractors** steer which existing records the walk works on: records a query tool can find by
 a unique name come first, and among them those with a namesake in the state.
 
 The walk then holds the plan to the rules of every ``plan_first`` plan: no redundant step
 (:func:`~scen_generator.plan_first.minimal_plan`), ``plan_min_records`` records changed,
 ``plan_lookups`` ids a query tool shows next to their description. A walk that falls short is
-restarted with the next random stream (up to ``4 * plan_attempts`` walks); the slot is dropped with what was
-missing. The random stream is seeded by the slot's id and the LLM seed: slots differ, and a
+restarted with the next random stream (up to ``4 * plan_attempts`` walks); the slot is dropped
+with what was missing. The random stream is seeded by the slot's id and the LLM seed: slots differ, and a
 re-run composes the same plans.
 """
 
@@ -22,12 +23,13 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from envscaler_core.artifacts import EnvSpec, ToolCall
 from envscaler_core.collateral import state_changes
-from envscaler_core.runtime import EnvSession, Sandbox, call_error, format_arguments
+from envscaler_core.runtime import EnvSession, Sandbox, call_error, format_arguments, state_hash
 from scen_generator.arguments import ArgumentProposer, Draft, StateIndex, is_creating, namesake
 from scen_generator.config import ScenGeneratorConfig
 from scen_generator.lookups import Lookup, descriptions, find_lookups, touched_records
@@ -54,11 +56,13 @@ class Goal:
 class Walk:
     """A walk in progress: the kept calls and what they changed."""
 
+    initial: dict
     state: dict
     calls: list[ToolCall] = field(default_factory=list)
-    record_paths: set[str] = field(default_factory=set)
-    """Fields of records changed, and records removed, by the kept calls (``books/B1/title``)."""
-    top_paths: set[str] = field(default_factory=set)
+    call_paths: list[set[str]] = field(default_factory=list)
+    """What each kept call changed (``books/B1/title``; ``books/B7`` for a record added or removed)."""
+    call_changes: list[set[str]] = field(default_factory=list)
+    """The same without the records each call added (whose fields a later call may still set)."""
     links: int = 0
     draft: Draft = field(default_factory=Draft)
     rejections: list[str] = field(default_factory=list)
@@ -125,27 +129,39 @@ def _serves_link(tool: dict, walk: Walk) -> bool:
     return any(index.id_fields.get(c) in params for c in walk.draft.created) and not is_creating(fn["name"])
 
 
-def _overlaps(path: str, earlier: set[str]) -> bool:
-    return any(path == p or path.startswith(p + "/") or p.startswith(path + "/") for p in earlier)
+def _overlap(first: set[str], second: set[str]) -> bool:
+    return any(a == b or a.startswith(b + "/") or b.startswith(a + "/") for a in first for b in second)
 
 
-def _fits(walk: Walk, paths: set[str], added: dict[str, set[str]]) -> str:
-    """Why a call's changes cannot join the plan ("" when they can): it changes a field an earlier
-    call changed, removes a record an earlier call changed or created, or changes nothing but
-    top-level values earlier calls changed (a later call would make an earlier one redundant)."""
-    record_paths = {p for p in paths if "/" in p}
-    for path in sorted(record_paths):
-        container, key = path.split("/")[:2]
-        if path.count("/") == 1 and key in walk.draft.created.get(container, []):
+def _fits(walk: Walk, changed: set[str], paths: set[str], redundant: Callable[[int], bool]) -> str:
+    """Why a call's changes cannot join the plan ("" when they can): it removes a record the plan
+    created, it changes only what earlier calls changed (a field set twice, stock raised twice:
+    one call would do), or it makes an earlier call redundant (the plan without that call ends in
+    the same state). A call that also touches what an earlier one changed is otherwise kept:
+    returning the book a checkout lent needs the checkout (a link)."""
+    for path in sorted(paths):
+        container, _, key = path.partition("/")
+        if key and "/" not in key and key in walk.draft.created.get(container, []):
             return f"it removes {path}, which the plan created"
-        if _overlaps(path, walk.record_paths):
-            return f"it changes {path} again"
-    if not record_paths and not added and paths <= walk.top_paths:
-        return "it changes only values an earlier call changed"
+    earlier_changes = set().union(*walk.call_changes) if walk.call_changes else set()
+    if changed and all(any(p == q or p.startswith(q + "/") for q in earlier_changes) for p in paths):
+        return "it changes only what earlier calls changed"
+    for index, earlier in enumerate(walk.call_paths):
+        if _overlap(earlier, paths) and redundant(index):
+            return f"it leaves call {index + 1} ({walk.calls[index].name}) without effect"
     return ""
 
 
-def _step(session: EnvSession, usable: list[dict], walk: Walk, goal: Goal, cfg: ScenGeneratorConfig, rng) -> bool:
+def _step(
+    sandbox: Sandbox,
+    env: EnvSpec,
+    session: EnvSession,
+    usable: list[dict],
+    walk: Walk,
+    goal: Goal,
+    cfg: ScenGeneratorConfig,
+    rng,
+) -> bool:
     """Adds one call to ``walk``; False when ``TRIALS_PER_STEP`` proposals all failed."""
     failures: Counter = Counter()
     walk.draft.link_wanted = walk.links < goal.links
@@ -158,9 +174,16 @@ def _step(session: EnvSession, usable: list[dict], walk: Walk, goal: Goal, cfg: 
             continue
         result = session.call(call.name, call.arguments)
         after = session.snapshot() if result.state_diff else walk.state
-        paths, added = state_changes(walk.state, after)
-        problem = "" if result.ok and (paths or added) else (call_error(result) if not result.ok else "no change")
-        problem = problem or _fits(walk, paths, added)
+        changed, added = state_changes(walk.state, after)
+        paths = changed | {f"{c}/{k}" for c, keys in added.items() for k in keys}
+        problem = "" if result.ok and paths else (call_error(result) if not result.ok else "no change")
+
+        def redundant(index: int, call: ToolCall = call, after: dict = after) -> bool:
+            rest = walk.calls[:index] + walk.calls[index + 1 :] + [call]
+            replay = sandbox.replay(env, walk.initial, rest)
+            return not replay.errors and state_hash(replay.final_state) == state_hash(after)
+
+        problem = problem or _fits(walk, changed, paths, redundant)
         if problem:
             failures[call.name] += 1
             walk.rejections.append(f"{call.name}({format_arguments(call.arguments)}): {problem}"[:300])
@@ -177,13 +200,11 @@ def _keep(walk: Walk, call: ToolCall, after: dict, paths: set[str], added: dict[
     if any(isinstance(v, str) and v in created for v in call.arguments.values()):
         walk.links += 1
     walk.calls.append(call)
+    walk.call_paths.append(paths)
+    walk.call_changes.append(paths - {f"{c}/{k}" for c, keys in added.items() for k in keys})
     for path in paths:
-        if "/" not in path:
-            walk.top_paths.add(path)
-            continue
-        walk.record_paths.add(path)
-        if path.count("/") == 1:
-            container, key = path.split("/")
+        container, _, key = path.partition("/")
+        if key and "/" not in key and key not in added.get(container, set()):
             walk.draft.removed.add((container, key))
     for container, keys in added.items():
         walk.draft.created.setdefault(container, []).extend(sorted(keys))
@@ -194,12 +215,12 @@ def walk_plan(
     sandbox: Sandbox, env: EnvSpec, state: dict, usable: list[dict], goal: Goal, cfg: ScenGeneratorConfig, rng
 ) -> tuple[Walk, str]:
     """One walk of ``goal.calls`` steps from ``state``; ``(walk, "")`` or the walk so far and why it stopped."""
-    walk = Walk(state=state)
+    walk = Walk(initial=state, state=state)
     walk.draft.preferred = preferred_records(state, goal, rng)
     with sandbox.open(env, state) as session:
         walk.state = session.snapshot()
         for _ in range(goal.calls):
-            if not _step(session, usable, walk, goal, cfg, rng):
+            if not _step(sandbox, env, session, usable, walk, goal, cfg, rng):
                 shown = "; ".join(walk.rejections[-3:]) or "no tool could be given arguments from the state"
                 return walk, (
                     f"the state holds only {len(walk.calls)} state-changing call(s) that change different records "
