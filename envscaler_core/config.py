@@ -145,17 +145,15 @@ def _did_you_mean(prefix: str, key: str, known: Iterable[str]) -> str:
     return f"unknown key {prefix}{key} ({hint})"
 
 
+def add_set_argument(parser: argparse.ArgumentParser, help: str = "override a config field (dotted keys ok)") -> None:
+    """``--set KEY=VALUE`` (repeatable) into ``args.overrides``; :func:`parse_overrides` reads them."""
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help=help)
+
+
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     """The common ``--config`` / ``--set`` / ``--out`` / ``--concurrency`` options."""
     parser.add_argument("--config", type=Path, help="YAML config file (stage section + llm)")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config field (dotted keys ok)",
-    )
+    add_set_argument(parser)
     parser.add_argument("--out", type=Path, help="run directory for artifacts")
     parser.add_argument("--concurrency", type=int, help="work items in flight")
     parser.add_argument("--executor", choices=["local", "ray"], help="local asyncio or Ray")

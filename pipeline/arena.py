@@ -33,7 +33,7 @@ from pydantic import ValidationError
 
 from envscaler_core.artifacts import Scenario, Trajectory
 from envscaler_core.cli import UserError
-from envscaler_core.config import parse_overrides
+from envscaler_core.config import add_set_argument, parse_overrides
 from envscaler_core.original_format import load_envs, load_scenarios
 from envscaler_core.progress import print_table
 from envscaler_core.rollout.solvability import agent_label
@@ -74,13 +74,8 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, required=True, help="arena folder")
     parser.add_argument("--states", type=Path, help="initial states: scenario records (their init_config is used)")
     parser.add_argument("--config", type=Path, help="YAML config: arena section, stage sections, llm")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a field: arena's own (rounds=2) or a section's (scen_generator.plan_task_writer=template)",
+    add_set_argument(
+        parser, "override a field: arena's own (rounds=2) or a section's (scen_generator.plan_task_writer=template)"
     )
     parser.add_argument("-v", "--verbose", action="store_true")
     return parser.parse_args(argv)

@@ -206,43 +206,39 @@ class ArgumentProposer:
         name = fn["name"]
         params = fn.get("parameters") or {}
         props: dict[str, dict] = params.get("properties") or {}
-        required = list(params.get("required") or [])
-        creating = is_creating(name)
-        own = self.index.container_of_tool(name)
-        args: dict[str, Any] = {}
-        target: dict | None = None
-        target_container = own
+        required = set(params.get("required") or [])
+        call = _CallDraft(name, is_creating(name), self.index.container_of_tool(name))
         # id parameters first: they decide the record the other values are compared with
-        order = sorted(props, key=lambda p: (self._id_container(p, name) is None, p not in required))
-        for param in order:
-            spec = props.get(param) or {}
+        for param in sorted(props, key=lambda p: (self._id_container(p, name) is None, p not in required)):
             optional = param not in required
             container = self._id_container(param, name)
             if container is not None:
-                fresh = creating and container == own
-                if optional and not fresh and self.rng.random() < 0.7:
-                    continue
-                key = self._key(container, fresh, draft, args)
-                if key is None:
-                    if optional:
-                        continue
-                    return None
-                args[param] = key
-                if target is None and not fresh:
-                    target, target_container = self.index.tables.get(container, {}).get(key), container
+                value = self._id_argument(call, container, optional, draft)
+            elif optional and not self._wants_optional(param, call.target, call.creating):
                 continue
-            if optional and not self._wants_optional(param, target, creating):
-                continue
-            if spec.get("type") == "object" and target is not None and param not in target:
-                value = self._updates(target, target_container)  # update_book(book_id, updates={...})
+            elif (props.get(param) or {}).get("type") == "object" and call.target and param not in call.target:
+                value = self._updates(call.target, call.target_container)  # update_book(book_id, updates={...})
             else:
-                value = self._value(param, spec, target, own)
+                value = self._value(param, props.get(param) or {}, call.target, call.own)
+            if value is _SKIP or (value is _MISSING and optional):
+                continue
             if value is _MISSING:
-                if optional:
-                    continue
                 return None
-            args[param] = value
-        return ToolCall(name=name, arguments=args)
+            call.args[param] = value
+        return ToolCall(name=name, arguments=call.args)
+
+    def _id_argument(self, call: _CallDraft, container: str, optional: bool, draft: Draft) -> Any:
+        """A key of ``container`` for the call (a new one for a creating tool's own table); the
+        first existing record named becomes the record the other values are compared with."""
+        fresh = call.creating and container == call.own
+        if optional and not fresh and self.rng.random() < 0.7:
+            return _SKIP
+        key = self._key(container, fresh, draft, call.args)
+        if key is None:
+            return _MISSING
+        if call.target is None and not fresh:
+            call.target, call.target_container = self.index.tables.get(container, {}).get(key), container
+        return key
 
     # ------------------------------------------------------------------ ids
     def _id_container(self, param: str, tool: str) -> str | None:
@@ -339,3 +335,18 @@ class _Missing:
 
 
 _MISSING: Any = _Missing()
+_SKIP: Any = object()
+"""An optional parameter left out."""
+
+
+@dataclass
+class _CallDraft:
+    """A call being proposed: its arguments so far and the record they work on."""
+
+    name: str
+    creating: bool
+    own: str | None
+    """The table the tool's name is about."""
+    args: dict[str, Any] = field(default_factory=dict)
+    target: dict | None = None
+    target_container: str | None = None

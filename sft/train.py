@@ -25,21 +25,14 @@ from typing import Any
 import yaml
 
 from envscaler_core.cli import UserError
-from envscaler_core.config import parse_overrides
+from envscaler_core.config import add_set_argument, parse_overrides
 
 SKIP_MESSAGE = "Skipping this abnormal example"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, required=True, help="LlamaFactory YAML")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a LlamaFactory argument",
-    )
+    add_set_argument(parser, "override a LlamaFactory argument")
 
 
 def load_train_args(path: Path, overrides: list[str]) -> dict[str, Any]:

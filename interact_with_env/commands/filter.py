@@ -18,7 +18,7 @@ from typing import Any
 
 from envscaler_core.artifacts import Difficulty, Scenario, Trajectory
 from envscaler_core.cli import UserError
-from envscaler_core.config import config_from_args, parse_overrides
+from envscaler_core.config import add_set_argument, config_from_args, parse_overrides
 from envscaler_core.original_format import load_scenarios
 from envscaler_core.progress import print_table
 from envscaler_core.rollout import filter_trajectories, success_counts
@@ -54,14 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--pass-band", help="LOW,HIGH: keep LOW < pass rate < HIGH (default 0,1)")
     parser.add_argument("--config", type=Path, help="YAML config file (section interact_with_env.filter)")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config field, e.g. filter.min_reward=0.5",
-    )
+    add_set_argument(parser, "override a config field, e.g. filter.min_reward=0.5")
 
 
 def settings_from_args(args: argparse.Namespace) -> FilterConfig:
