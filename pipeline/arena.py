@@ -187,6 +187,8 @@ class Arena:
             plan_min_calls=calls,
             plan_max_calls=calls,
             plan_min_records=min(int(section.get("plan_min_records", 1)), calls),
+            # lookups are a skill the arena asks for by weight, a floor only where the config sets one
+            plan_lookups=int(section.get("plan_lookups", 0)),
             plan_tool_weights={**section.get("plan_tool_weights", {}), **weights["tools"]},
             plan_skill_weights={**section.get("plan_skill_weights", {}), **weights["skills"]},
         )

@@ -77,7 +77,8 @@ def choose_goal(cfg: ScenGeneratorConfig, rng: random.Random) -> Goal:
     """The slot's number of calls (in ``plan_min_calls..plan_max_calls``) and skills.
 
     ``plan_lookups`` and ``plan_links`` are floors; ``plan_skill_weights`` asks for one more of a
-    skill with that probability (how the arena leans towards an agent's weak skills).
+    skill with that probability (how the arena leans towards an agent's weak skills). Each walk
+    draws its own goal, so a skill the state cannot hold costs walks, not the slot.
     """
     weights = cfg.plan_skill_weights
     calls = rng.randint(cfg.plan_min_calls, max(cfg.plan_min_calls, cfg.plan_max_calls))
