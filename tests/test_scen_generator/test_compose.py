@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from envscaler_core.artifacts import Scenario, ToolCall
+from envscaler_core.artifacts import Operation, Scenario, ToolCall
 from envscaler_core.store import JsonlStore
 from scen_generator.__main__ import main
 from scen_generator.compose import compose_plan
@@ -17,6 +17,10 @@ from scen_generator.plan_first import minimal_plan
 from .helpers import SHOP_STATE, shop_env
 
 pytestmark = pytest.mark.timeout(300)
+SHOP_TOOLS = (
+    "list_products list_customers get_order add_product update_price restock set_product_status "
+    "update_customer_email set_customer_tier place_order ship_order cancel_order recount_stock"
+).split()
 
 
 @pytest.fixture(scope="module")
@@ -105,15 +109,16 @@ def test_k_above_what_the_lookup_rules_allow_names_what_is_missing(sandbox, shop
 
 
 # ---------------------------------------------------------------- the stage, no model at all
-def run_stage(tmp_path, *settings: str) -> list[Scenario]:
-    env = shop_env()
+def run_stage(tmp_path, *settings: str, states=(SHOP_STATE,) * 4, env=None) -> list[Scenario]:
+    env = env or shop_env()
     tmp_path.mkdir(parents=True, exist_ok=True)
     envs = tmp_path / "envs.jsonl"
     envs.write_text(env.model_dump_json() + "\n")
     out = tmp_path / "out"
     out.mkdir()
     states = [
-        Scenario(id=f"env_shop-task_{i}", env_id="env_shop", init_config=SHOP_STATE, status="state") for i in range(4)
+        Scenario(id=f"{env.env_id}-task_{i}", env_id=env.env_id, init_config=state, status="state")
+        for i, state in enumerate(states)
     ]
     JsonlStore(out / "scen_states.jsonl", Scenario).rewrite(states)
     args = ["run", "--envs", str(envs), "--out", str(out), "--per-env", "0", "--set", "sandbox_workers=1"]
@@ -157,3 +162,21 @@ def test_a_change_elsewhere_costs_the_reward_unless_the_paper_switch_is_on(tmp_p
         probe = s.validation.collateral
         assert probe.call is not None and probe.paths
         assert probe.reward == expected or probe.caught_by == "checklist"
+
+
+def test_bad_input_gets_a_reason_per_slot_and_loses_nothing(tmp_path):
+    tiny = {"products": {"P1": copy.deepcopy(SHOP_STATE["products"]["P1"])}, "customers": {}, "orders": {}}
+    creating = "plan_tool_weights={add_product: 0, place_order: 0}"
+    (proven,) = run_stage(tmp_path / "k", "plan_min_calls=8", "plan_max_calls=8", creating, states=(SHOP_STATE, tiny))
+    assert proven.status == "proven" and proven.difficulty.calls == 8
+    # the slot the state cannot hold ends in the tasks step's file, dropped with the reason
+    tasks = JsonlStore(tmp_path / "k" / "out" / "scen_tasks.jsonl", Scenario).by_id()
+    assert [tasks[f"env_shop-task_{i}"].status for i in (0, 1)] == ["task", "dropped"]
+    reason = tasks["env_shop-task_1"].validation.reasons[0]
+    assert reason.startswith("no executable plan: walk 1: the state holds only")
+    queries_only = shop_env().model_copy(
+        update={"operation_list": [Operation(operation_name=n, operation_type="query") for n in SHOP_TOOLS]}
+    )
+    assert run_stage(tmp_path / "q", states=(SHOP_STATE,), env=queries_only) == []
+    (dropped,) = JsonlStore(tmp_path / "q" / "out" / "scen_tasks.jsonl", Scenario).read_all()
+    assert dropped.validation.reasons == ["no executable plan: the environment has no state-changing tool"]
