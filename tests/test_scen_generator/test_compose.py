@@ -17,10 +17,21 @@ from scen_generator.plan_first import minimal_plan
 from .helpers import SHOP_STATE, shop_env
 
 pytestmark = pytest.mark.timeout(300)
-SHOP_TOOLS = (
-    "list_products list_customers get_order add_product update_price restock set_product_status "
-    "update_customer_email set_customer_tier place_order ship_order cancel_order recount_stock"
-).split()
+SHOP_TOOLS = [
+    "list_products",
+    "list_customers",
+    "get_order",
+    "add_product",
+    "update_price",
+    "restock",
+    "set_product_status",
+    "update_customer_email",
+    "set_customer_tier",
+    "place_order",
+    "ship_order",
+    "cancel_order",
+    "recount_stock",
+]
 
 
 @pytest.fixture(scope="module")
