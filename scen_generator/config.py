@@ -29,7 +29,8 @@ class ScenGeneratorConfig(StageConfig):
         dedup_threshold: Leaf-value Jaccard similarity at which a state is a near-duplicate.
         task_min_words: Minimum task length (original: 50 words).
         task_attempts: Samples per task before the state is dropped.
-        max_checklist_items: Checklist items kept (extra ones are cut).
+        max_checklist_items: Items kept of the model's checklist (``task_first``; extra ones are
+            cut). ``plan_first`` writes one per changed record, every one kept.
         checker_attempts: Samples per checker before a ``def check_func`` is found.
         reference_samples: Fresh reference solutions drawn at first (best-of-N).
         repair_rounds: Rounds of error-driven repair in ``validate``.

@@ -222,9 +222,9 @@ def diff_checks(
     volatile: dict[str, dict[str, set[str]]] | None = None,
     argument_values: Iterable[Any] = (),
     created: dict[str, dict[str, dict]] | None = None,
-    limit: int = 8,
 ) -> list[DiffCheck]:
-    """One check per record (or top-level value) the reference changed, at most ``limit``.
+    """One check per record (or top-level value) the reference changed, each change checked: a
+    change left without a check would let a mutant that skips it score 1.0.
 
     Args:
         initial: The state before the reference solution.
@@ -234,7 +234,6 @@ def diff_checks(
             that carry one of them (so ids or dates the environment invents are not required).
         created: ``{container: {key: record as its creating call left it}}``: a new record is also
             matched on the fields a later call changed (the order the plan placed, then shipped).
-        limit: Cap on the number of checks.
     """
     volatile = volatile or {}
     hint = {v for v in argument_values if isinstance(v, _SCALARS)}
@@ -259,7 +258,7 @@ def diff_checks(
                     f"Set {name} to {_describe(after)}.",
                 )
             )
-    return checks[:limit]
+    return checks
 
 
 def missing_values(task: str, checks: list[DiffCheck]) -> list[Any]:

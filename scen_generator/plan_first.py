@@ -222,7 +222,7 @@ def _argument_values(calls: list[ToolCall]) -> Iterator[Any]:
         yield from leaves(call.arguments)
 
 
-def planned_checks(sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[ToolCall], limit: int) -> list[DiffCheck]:
+def planned_checks(sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[ToolCall]) -> list[DiffCheck]:
     """The checks of what ``calls`` change, from two replays (values that differ are volatile)."""
     first = sandbox.replay(env, state, calls)
     second = sandbox.replay(env, state, calls)
@@ -232,7 +232,6 @@ def planned_checks(sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[Tool
         volatile=volatile_paths(first.final_state, second.final_state),
         argument_values=list(_argument_values(calls)),
         created=records_as_created(first),
-        limit=limit,
     )
 
 

@@ -152,9 +152,7 @@ class Steps:
             )
         if calls is None:
             return dropped(scenario, ["no executable plan: " + " | ".join(plan_notes)[:1000]])
-        checks = await self.sandbox.in_thread(
-            planned_checks, self.sandbox, env, state, calls, self.cfg.max_checklist_items
-        )
+        checks = await self.sandbox.in_thread(planned_checks, self.sandbox, env, state, calls)
         if not checks:
             plan = json.dumps([c.model_dump() for c in calls])[:600]
             return dropped(scenario, [f"the plan changes nothing a checker can compare (only volatile values): {plan}"])

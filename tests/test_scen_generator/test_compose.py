@@ -191,3 +191,11 @@ def test_bad_input_gets_a_reason_per_slot_and_loses_nothing(tmp_path):
     assert run_stage(tmp_path / "q", states=(SHOP_STATE,), env=queries_only) == []
     (dropped,) = JsonlStore(tmp_path / "q" / "out" / "scen_tasks.jsonl", Scenario).read_all()
     assert dropped.validation.reasons == ["no executable plan: the environment has no state-changing tool"]
+
+
+def test_every_change_of_a_long_plan_is_checked_whatever_the_checklist_cap(tmp_path):
+    # max_checklist_items caps a model's checklist; cutting a diff check would leave a change a
+    # drop mutant can skip
+    scenarios = run_stage(tmp_path, "plan_min_calls=6", "plan_max_calls=6", "max_checklist_items=2")
+    assert scenarios and all(s.status == "proven" for s in scenarios), [s.validation.reasons for s in scenarios]
+    assert all(len(s.checklist_with_func) >= s.difficulty.records > 2 for s in scenarios)
