@@ -122,7 +122,7 @@ def test_the_measured_curve_is_the_agents_and_weak_and_strong_agents_get_differe
     assert weak["rounds"][0]["chosen"]["calls"] == 1 and strong["rounds"][0]["chosen"]["calls"] == 6
     assert [lv["calls"] for lv in weak["rounds"][1]["levels"]] == [1, 2, 3]
     assert [lv["calls"] for lv in strong["rounds"][1]["levels"]] == [4, 5, 6]
-    mean = lambda c: sum(s.difficulty.calls for s in c) / len(c)  # noqa: E731
+    mean = lambda c: sum(s.difficulty.calls for s in c) / len(c)  # noqa: E731 - a one-line helper for the assertion below
     assert mean(weak_curriculum) < 2.5 < 4 < mean(strong_curriculum)
 
 
