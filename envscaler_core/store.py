@@ -59,19 +59,39 @@ class JsonlStore(Generic[M]):
 
     def read(self) -> Iterator[M]:
         """Yield every record, validated; raise :class:`ArtifactError` on a bad line."""
+        for number, raw, torn in self._lines():
+            if torn:
+                log.warning("%s:%d: skipping a torn last line (interrupted write)", self.path, number)
+                return
+            yield self._parse(raw, number)
+
+    def scan(self) -> Iterator[tuple[int, bytes, M | ArtifactError]]:
+        """Every non-empty line: its number, its bytes, and its record or the error naming file and line.
+
+        Unlike :meth:`read`, a bad line does not end the scan, and a torn last line is reported
+        as an error rather than skipped: readers that show a file (the run viewer) list what
+        they could not read next to what they could.
+        """
+        for number, raw, torn in self._lines():
+            if torn:
+                yield number, raw, ArtifactError(self.path, number, "torn last line (an interrupted write), not read")
+                return
+            try:
+                yield number, raw, self._parse(raw, number)
+            except ArtifactError as exc:
+                yield number, raw, exc
+
+    def _lines(self) -> Iterator[tuple[int, bytes, bool]]:
+        """``(number, bytes, torn)`` of each non-empty line; ``torn`` marks a last line without newline."""
         if not self.path.exists():
             return
         with self.path.open("rb") as fh:
             data = fh.read()
         lines = data.split(b"\n")
-        torn_tail = not data.endswith(b"\n") and lines[-1].strip()
+        torn_tail = not data.endswith(b"\n") and bool(lines[-1].strip())
         for number, raw in enumerate(lines, start=1):
-            if not raw.strip():
-                continue
-            if torn_tail and number == len(lines):
-                log.warning("%s:%d: skipping a torn last line (interrupted write)", self.path, number)
-                return
-            yield self._parse(raw, number)
+            if raw.strip():
+                yield number, raw, torn_tail and number == len(lines)
 
     def _parse(self, raw: bytes, number: int) -> M:
         try:

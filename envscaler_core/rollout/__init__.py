@@ -11,7 +11,14 @@ from envscaler_core.rollout.agent import AgentAction, AgentCall, AgentPolicy
 from envscaler_core.rollout.engine import RolloutEngine, run_episodes
 from envscaler_core.rollout.episode import Episode
 from envscaler_core.rollout.filters import FilterSettings, filter_reasons, filter_trajectories
-from envscaler_core.rollout.metrics import build_report, is_success, report_rows, success_counts
+from envscaler_core.rollout.metrics import (
+    build_report,
+    is_success,
+    per_check,
+    per_scenario,
+    report_rows,
+    success_counts,
+)
 from envscaler_core.rollout.progress import EpisodeProgress
 from envscaler_core.rollout.rewards import ChecklistReward
 from envscaler_core.rollout.tasks import ScenarioEnvs, ScenarioPayload, env_introduction, episode_tasks
@@ -61,6 +68,8 @@ __all__ = [
     "is_success",
     "offers",
     "parse_user_reply",
+    "per_check",
+    "per_scenario",
     "report_rows",
     "run_episodes",
     "success_counts",

@@ -74,6 +74,48 @@ def build_report(trajectories: Iterable[Trajectory], max_k: int = 8) -> dict[str
     }
 
 
+def per_scenario(trajectories: Iterable[Trajectory]) -> list[dict[str, Any]]:
+    """One row per scenario: episodes, successes, pass rate and mean reward, lowest pass rate first."""
+    by_scenario: dict[str, list[Trajectory]] = defaultdict(list)
+    for t in trajectories:
+        by_scenario[t.scenario_id].append(t)
+    rows = [
+        {
+            "scenario_id": sid,
+            "env_id": ts[0].env_id,
+            "modes": sorted({t.mode for t in ts}),
+            "episodes": len(ts),
+            "successes": sum(map(is_success, ts)),
+            "pass_rate": round(sum(map(is_success, ts)) / len(ts), 4),
+            "mean_reward": round(sum(t.reward.final for t in ts) / len(ts), 4),
+        }
+        for sid, ts in by_scenario.items()
+    ]
+    return sorted(rows, key=lambda r: (r["pass_rate"], r["scenario_id"]))
+
+
+def per_check(trajectories: Iterable[Trajectory]) -> list[dict[str, Any]]:
+    """One row per checklist item (a scenario's check, by position): how often it was False or
+    errored, most failures first. Episodes without a scored checklist count for none."""
+    tally: dict[tuple[str, int, str], Counter[str]] = defaultdict(Counter)
+    for t in trajectories:
+        for index, check in enumerate(t.reward.checks):
+            tally[(t.scenario_id, index, check.check_item)][check.status] += 1
+    rows = [
+        {
+            "scenario_id": sid,
+            "index": index,
+            "check_item": item,
+            "episodes": sum(counts.values()),
+            "false": counts["false"],
+            "error": counts["error"],
+            "fail_rate": round((counts["false"] + counts["error"]) / sum(counts.values()), 4),
+        }
+        for (sid, index, item), counts in tally.items()
+    ]
+    return sorted(rows, key=lambda r: (-(r["false"] + r["error"]), -r["fail_rate"], r["scenario_id"], r["index"]))
+
+
 def report_rows(report: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
     """A header and rows (overall first, then per environment) for ``print_table``."""
     ks = sorted({k for s in [report["overall"], *report["per_env"].values()] for k in s["pass_hat_k"]}, key=int)

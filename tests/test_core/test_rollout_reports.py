@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from envscaler_core.artifacts import CheckOutcome, RewardBreakdown, StepRecord, Trajectory
-from envscaler_core.rollout import FilterSettings, build_report, filter_reasons, report_rows
+from envscaler_core.rollout import FilterSettings, build_report, filter_reasons, per_check, per_scenario, report_rows
 
 pytestmark = pytest.mark.unit
 
@@ -68,6 +68,33 @@ def test_rates_terminations_and_table():
     assert overall["flags"] == {"format_error": 1}
     header, rows = report_rows(build_report(trajs))
     assert header[:4] == ["env", "episodes", "mean_reward", "pass^1"] and rows[0][0] == "ALL"
+
+
+def test_per_scenario_lowest_pass_rate_first():
+    trajs = [traj("a", i, True) for i in range(2)] + [traj("b", i, i == 0, env="e2", mode="user") for i in range(4)]
+    rows = per_scenario(trajs)
+    assert [r["scenario_id"] for r in rows] == ["b", "a"]
+    assert rows[0] == {
+        "scenario_id": "b",
+        "env_id": "e2",
+        "modes": ["user"],
+        "episodes": 4,
+        "successes": 1,
+        "pass_rate": 0.25,
+        "mean_reward": 0.625,
+    }
+    assert rows[1]["pass_rate"] == 1.0 and rows[1]["mean_reward"] == 1.0
+
+
+def test_per_check_counts_false_and_error_most_failures_first():
+    broken = traj("b", 0, True)
+    broken.reward.checks = [CheckOutcome(check_item="x", status="error", error="KeyError")]
+    trajs = [traj("a", i, i == 0) for i in range(3)] + [broken]
+    rows = per_check(trajs)
+    assert [(r["scenario_id"], r["index"]) for r in rows] == [("a", 1), ("b", 0), ("a", 0)]
+    assert rows[0]["false"] == 2 and rows[0]["episodes"] == 3 and rows[0]["fail_rate"] == pytest.approx(0.6667)
+    assert rows[1]["error"] == 1 and rows[1]["fail_rate"] == 1.0 and rows[1]["check_item"] == "x"
+    assert rows[2]["false"] == rows[2]["error"] == 0 and rows[2]["fail_rate"] == 0.0
 
 
 def test_sft_filters():

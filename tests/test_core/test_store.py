@@ -40,6 +40,18 @@ def test_bad_line_names_file_line_and_error(tmp_path):
         JsonlStore(path, SourceTask).read_all()
 
 
+def test_scan_reports_each_bad_line_and_reads_on(tmp_path):
+    path = tmp_path / "tasks.jsonl"
+    good = SourceTask(id="a", task="x").model_dump_json()
+    path.write_text(good + "\n{not json\n\n" + '{"id": "b"}\n' + good + "\n" + '{"id": "c", "ta')
+    scanned = list(JsonlStore(path, SourceTask).scan())
+    assert [n for n, _, _ in scanned] == [1, 2, 4, 5, 6]
+    assert scanned[0][1] == good.encode() and scanned[0][2] == SourceTask(id="a", task="x")
+    errors = {n: str(item) for n, _, item in scanned if isinstance(item, ArtifactError)}
+    assert errors.keys() == {2, 4, 6}
+    assert errors[2].startswith(f"{path}:2: not valid JSON") and "task" in errors[4] and "torn" in errors[6]
+
+
 def test_torn_tail_from_a_crash_is_skipped_and_repaired(tmp_path):
     path = tmp_path / "tasks.jsonl"
     store = JsonlStore(path, SourceTask)

@@ -150,6 +150,37 @@ def test_a_nested_config_typo_stops_the_run_before_any_episode(scripted_env, tmp
     assert not scripted_env.requests and not (tmp_path / "trajectories.jsonl").exists()
 
 
+def test_report_per_scenario_and_per_check_and_report_json_left_alone(scripted_env, tmp_path, capsys):
+    failing_return = [Reply.tool_call("get_book", {"book_id": "B2"}), Reply.text("Task Completed")]
+    scripted_env.policy = planned(CHECKOUT_PLAN, by_task={"Emma": failing_return})
+    assert run_cmd(tmp_path, "--samples", "2") == 0
+    written_by_run = (tmp_path / "report.json").read_text()
+    capsys.readouterr()
+    traj_file = tmp_path / "trajectories.jsonl"
+    assert main(["report", "--trajectories", str(traj_file), "--per-scenario", "--per-check", "--max-k", "1"]) == 0
+    out = capsys.readouterr().out
+    assert (tmp_path / "report.json").read_text() == written_by_run  # printing a report writes nothing
+    assert "--out FILE writes it as JSON" in out
+    scenario_table = out.split("== per scenario")[1].split("==")[1]
+    assert scenario_table.index("library-return") < scenario_table.index("library-checkout")  # lowest first
+    assert "checks that fail most often" in out and "B2 is available" in out and "B1 is on loan" not in out
+    saved = tmp_path / "per.json"
+    assert main(["report", "--trajectories", str(traj_file), "--per-scenario", "--per-check", "--out", str(saved)]) == 0
+    report = json.loads(saved.read_text())
+    assert [(r["scenario_id"], r["pass_rate"]) for r in report["per_scenario"]] == [
+        ("library-return", 0.0),
+        ("library-checkout", 1.0),
+    ]
+    top = report["per_check"][0]
+    assert (top["scenario_id"], top["check_item"], top["false"], top["episodes"]) == (
+        "library-return",
+        "B2 is available",
+        2,
+        2,
+    )
+    assert f"report written to {saved}" in capsys.readouterr().out
+
+
 def test_report_and_filter_commands(scripted_env, tmp_path, capsys):
     scripted_env.policy = planned(CHECKOUT_PLAN, by_task={"Emma": RETURN_PLAN})
     assert run_cmd(tmp_path, "--samples", "1") == 0
