@@ -9,7 +9,14 @@ from envscaler_core.cli import run_cli
 COMMANDS = {
     "run": ("interact_with_env.commands.run", "run episodes for scenarios and write trajectories.jsonl"),
     "debug": ("interact_with_env.commands.debug", "run one episode, printed turn by turn"),
-    "report": ("interact_with_env.commands.report", "pass^k, rewards, terminations, tool errors"),
+    "report": (
+        "interact_with_env.commands.report",
+        "pass^k, rewards, terminations, tool errors; per scenario, per check",
+    ),
+    "view": (
+        "interact_with_env.commands.view",
+        "look at a run in the browser (127.0.0.1), or export it as one HTML file",
+    ),
     "filter": ("interact_with_env.commands.filter", "keep trajectories fit for SFT"),
     "tools": ("interact_with_env.commands.tools", "print an environment's tool schemas as JSON"),
     "call": ("interact_with_env.commands.call", "call one tool and print observation, diff and hash"),
