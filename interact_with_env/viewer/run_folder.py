@@ -231,7 +231,7 @@ def _read_trajectories(run: RunFolder, path: Path, problems: _Problems) -> None:
 
 
 def _missing_stages(run: RunFolder, found: dict[str, list[Path]], problems: _Problems) -> None:
-    root = _rel(run, run.root) or "."
+    root = f"{run.root.resolve().name}/"
     if not run.envs and not found["envs"]:
         problems.add(
             "missing_stage",

@@ -11,7 +11,6 @@ from interact_with_env.commands import app as app_cmd
 from tests.test_interact_with_env.helpers import CHECKOUT_PLAN, ENVS, SCENARIOS, gated, planned
 
 pytestmark = pytest.mark.browser
-CHROMIUM = "/usr/bin/chromium"
 
 
 def _free_port() -> int:
@@ -47,19 +46,6 @@ def app_url(scripted_env, tmp_path):
     finally:
         demo.close()
         sandbox.close()
-
-
-@pytest.fixture
-def page():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        yield browser.new_page()
-        browser.close()
 
 
 def start_checkout(page, app_url: str) -> None:

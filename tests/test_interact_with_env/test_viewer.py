@@ -144,7 +144,7 @@ def test_bad_input_is_listed_and_the_rest_is_read(scripted_run, tmp_path):
     problems = {(p["kind"], p["where"]): p["message"] for p in index["problems"]}
     assert "not valid JSON" in problems[("broken_line", "rollouts_task/trajectories.jsonl:5")]
     assert "library-checkout#7 has no reward" in problems[("no_reward", "rollouts_task/trajectories.jsonl:6")]
-    assert "no scenarios.jsonl" in problems[("missing_stage", ".")]
+    assert "no scenarios.jsonl" in problems[("missing_stage", "run/")]
     assert "without trajectories.jsonl" in problems[("missing_stage", "rollouts_empty")]
     assert len(problems) == 4
     rows = {e["key"]: e for e in index["episodes"]}

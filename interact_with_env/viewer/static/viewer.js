@@ -464,10 +464,10 @@
 
   function progressChart(progress) {
     const w = 220, hgt = 44, n = progress.length;
-    const x = (i) => 4 + (n === 1 ? 0 : (i * (w - 8)) / (n - 1));
+    const x = (i) => (n === 1 ? w / 2 : 4 + (i * (w - 8)) / (n - 1));
     const y = (v) => hgt - 4 - v * (hgt - 8);
     const points = progress.map((v, i) => `${x(i)},${y(v)}`).join(" ");
-    return h("span", {}, s("svg", { viewBox: `0 0 ${w} ${hgt}`, width: w, height: hgt, class: "progress" },
+    return h("span", { class: "progress" }, s("svg", { viewBox: `0 0 ${w} ${hgt}`, width: w, height: hgt },
       s("line", { class: "gridline", x1: 0, x2: w, y1: y(1), y2: y(1) }),
       s("polyline", { class: "line s0", points }),
       progress.map((v, i) => s("circle", { class: "s0", cx: x(i), cy: y(v), r: 2.5 }, s("title", {}, `after step ${i}: ${fmt(v)}`)))),
