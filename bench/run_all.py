@@ -24,7 +24,8 @@ QUICK = {
     "bench_concurrency.py": ["--items", "64"],
     "bench_synthesis.py": ["--rounds", "4"],
     "bench_memory.py": ["--episodes", "400"],
-    "bench_openenv.py": ["--sessions", "64", "--hold-s", "5"],  # runs under .venv-openenv (make setup-openenv)
+    "bench_openenv.py": ["--sessions", "64", "--hold-s", "5"],
+    "bench_viewer.py": ["--episodes", "1000", "--repeats", "1"],  # runs under .venv-openenv (make setup-openenv)
 }
 EMBEDDED_LOCK = "/tmp/envscaler-embedded.lock"
 
