@@ -183,6 +183,11 @@ def test_exported_file_opens_offline_and_requests_nothing(exported_url, watch, t
     for tab, text in [("envs", "LibraryLoanSystem"), ("scenarios", "library-return"), ("problems", "read in full")]:
         page.locator(f"#tab-{tab}").click()
         expect(page.locator("#view")).to_contain_text(text)
+    page.locator("#tab-scenarios").click()
+    page.fill("input[name=q]", "emma")
+    page.press("input[name=q]", "Enter")
+    expect(page.locator("#scenario-count")).to_contain_text("1 scenario of 2")
+    assert rows(page) == ["library-return"]
     page.goto(exported_url + "#/env/library")
     expect(page.locator("#view")).to_contain_text("checkout_book", timeout=TIMEOUT)  # a part, decompressed
     page.goto(exported_url + "#/scenario/library-return")

@@ -488,15 +488,16 @@
   }
 
   function barChart({ bars, yMax, yFormat, xTitle, yTitle, legend, whole }) {
-    const w = 480, hgt = 250, left = 46, right = 10, top = 14;
-    const slot = (w - left - right) / Math.max(1, bars.length);
-    const rotate = Math.max(0, ...bars.map((b) => b.label.length)) * 6.2 > slot - 4;
-    const bottom = (rotate ? 84 : 30) + (xTitle ? 12 : 0);
-    const plotW = w - left - right, plotH = hgt - top - bottom;
     const total = (b) => b.segments.reduce((a, seg) => a + seg.value, 0);
     const yTicks = yMax ? [0, 0.25, 0.5, 0.75, 1].map((f) => f * yMax) : ticks(Math.max(0, ...bars.map(total)), whole);
     const max = yTicks[yTicks.length - 1];
     const fmtY = yFormat || ((v) => fmt(v, 2));
+    const w = 480, hgt = 250, right = 10, top = 14;
+    const left = 26 + 6.5 * Math.max(...yTicks.map((v) => fmtY(v).length));
+    const slot = (w - left - right) / Math.max(1, bars.length);
+    const rotate = Math.max(0, ...bars.map((b) => b.label.length)) * 6.2 > slot - 4;
+    const bottom = (rotate ? 84 : 30) + (xTitle ? 12 : 0);
+    const plotW = w - left - right, plotH = hgt - top - bottom;
     const svg = s("svg", { viewBox: `0 0 ${w} ${hgt}`, role: "img" });
     for (const v of yTicks) {
       const y = top + plotH - (plotH * v) / max;
@@ -643,7 +644,7 @@
     }
     const top = [...perTool.entries()].sort((a, b) => b[1][0] - a[1][0]).slice(0, 24);
     if (!top.length) return chartBox("chart-tools", "Tool calls", h("p", { class: "muted" }, "No tool call."));
-    const bars = top.map(([tool, [calls, errors]]) => ({ label: tool, note: String(calls), segments: [
+    const bars = top.map(([tool, [calls, errors]]) => ({ label: tool, note: fmt(calls), segments: [
       { value: calls - errors, cls: "ok", title: `${tool}: ${calls - errors} succeeded` },
       { value: errors, cls: "bad", title: `${tool}: ${errors} failed` }] }));
     return chartBox("chart-tools", "Tool calls", barChart({ bars, whole: true, yTitle: "calls", legend: [["succeeded", "ok"], ["failed", "bad"]] }),
@@ -658,7 +659,7 @@
     if (!bars.length) return chartBox("chart-errors", "Tool errors by type", h("p", { class: "muted" }, `No failed call among ${count(calls, "call")}.`));
     const failed = bars.reduce((a, b) => a + b.segments[0].value, 0);
     return chartBox("chart-errors", "Tool errors by type", barChart({ bars, whole: true, yTitle: "failed calls" }),
-      `${failed} of ${count(calls, "call")} failed (${pct(failed / Math.max(1, calls))}).`);
+      `${fmt(failed)} of ${count(calls, "call")} failed (${pct(failed / Math.max(1, calls))}).`);
   }
 
   function callsPerEpisodeChart(items) {
@@ -769,16 +770,25 @@
     ];
     const params = route.params;
     const sortState = { key: params.get("sort") || "", desc: params.get("desc") === "1" };
-    const items = sortItems(INDEX.scenarios, columns, sortState);
+    const query = (params.get("q") || "").toLowerCase();
+    const found = INDEX.scenarios.filter((sc) => !query || `${sc.id}\n${sc.env}\n${sc.task}`.toLowerCase().includes(query));
+    const items = sortItems(found, columns, sortState);
     const onSort = (key) => {
       if (params.get("sort") === key) params.set("desc", params.get("desc") === "1" ? "0" : "1");
       else { params.set("sort", key); params.set("desc", "0"); }
       location.hash = hash("scenarios", null, params);
     };
+    const search = h("input", { type: "search", name: "q", value: params.get("q") || "", onchange: () => {
+      if (search.value) params.set("q", search.value); else params.delete("q");
+      location.hash = hash("scenarios", null, params);
+    } });
     const list = virtualList(items, columns, (sc) => hash("scenario", sc.id), sortState, onSort);
-    const byStatus = tally(INDEX.scenarios.map((sc) => sc.status)).map(([st, n]) => `${n} ${st}`).join(", ");
-    show(h("h1", {}, "Scenarios"), h("p", { class: "summary-line" }, `${count(INDEX.scenarios.length, "scenario")}${byStatus ? ` (${byStatus})` : ""}. "Pass rate here" counts the scored episodes of this run.`));
-    if (!items.length) { show(h("p", { class: "muted" }, "No scenarios were read (see Problems).")); return; }
+    const byStatus = tally(INDEX.scenarios.map((sc) => sc.status)).map(([st, n]) => `${n.toLocaleString("en")} ${st}`).join(", ");
+    show(h("h1", {}, "Scenarios"),
+      h("div", { class: "filters" }, h("label", {}, "id, environment or task contains", search)),
+      h("p", { class: "summary-line", id: "scenario-count" }, `${count(items.length, "scenario")} of ${INDEX.scenarios.length.toLocaleString("en")}${byStatus ? ` (${byStatus})` : ""}. "Pass rate here" counts the scored episodes of this run.`));
+    if (!INDEX.scenarios.length) { show(h("p", { class: "muted" }, "No scenarios were read (see Problems).")); return; }
+    if (!items.length) { show(h("p", { class: "muted" }, "No scenario matches.")); return; }
     show(list.el);
     list.draw();
   }
@@ -897,8 +907,8 @@
   function runPage() {
     const scored = EPISODES.filter((e) => e.reward !== null);
     const solved = scored.filter((e) => e.solved).length;
-    const envStatus = tally(INDEX.envs.map((e) => e.status)).map(([st, n]) => `${n} ${st}`).join(", ");
-    const scenStatus = tally(INDEX.scenarios.map((sc) => sc.status)).map(([st, n]) => `${n} ${st}`).join(", ");
+    const envStatus = tally(INDEX.envs.map((e) => e.status)).map(([st, n]) => `${n.toLocaleString("en")} ${st}`).join(", ");
+    const scenStatus = tally(INDEX.scenarios.map((sc) => sc.status)).map(([st, n]) => `${n.toLocaleString("en")} ${st}`).join(", ");
     show(
       h("h1", {}, INDEX.title),
       kv([["folder", h("span", { class: "mono" }, INDEX.root)], ["kind", `${INDEX.layout} folder`], ["read at", INDEX.generated]]),
