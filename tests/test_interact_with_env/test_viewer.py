@@ -17,7 +17,7 @@ from interact_with_env.__main__ import main
 from interact_with_env.viewer.episodes import episode_detail, transcript
 from interact_with_env.viewer.run_folder import LISTED_PER_FILE, read_run_folder
 from interact_with_env.viewer.server import RunViewer, ViewerServer
-from tests.test_interact_with_env.viewer_runs import copy_run, page_index, page_part
+from tests.test_interact_with_env.viewer_runs import ARENA_REPORT, copy_run, make_arena_run, page_index, page_part
 
 RETURN_0 = "rollouts_task/library-return#0"
 
@@ -234,3 +234,17 @@ def test_port_in_use_is_one_line(served, capsys):
     server, run = served
     assert main(["view", str(run), "--port", str(server.port)]) == 2
     assert f"cannot listen on 127.0.0.1:{server.port}" in capsys.readouterr().err
+
+
+def test_an_arena_folder_is_read_with_its_report_and_rounds(scripted_run, tmp_path):
+    arena = make_arena_run(tmp_path / "arena", scripted_run)
+    (arena / "round_3").mkdir()
+    run = read_run_folder(arena)
+    assert run.layout == "arena" and run.arena == ARENA_REPORT
+    assert sorted(run.scenarios) == ["library-checkout", "library-return"]
+    assert run.scenario_files["library-return"] == "curriculum.jsonl:2"  # the curriculum's record wins
+    assert {e.row["key"] for e in run.episodes} >= {
+        "round_1/rollouts/library-return#0",
+        "round_2/rollouts/library-checkout#0",
+    }
+    assert [(p.kind, p.where) for p in run.problems] == [("missing_stage", "round_3")]

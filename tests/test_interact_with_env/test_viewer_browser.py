@@ -15,7 +15,7 @@ import pytest
 from interact_with_env.__main__ import main
 from interact_with_env.viewer.run_folder import read_run_folder
 from interact_with_env.viewer.server import RunViewer, ViewerServer
-from tests.test_interact_with_env.viewer_runs import copy_run
+from tests.test_interact_with_env.viewer_runs import copy_run, make_arena_run
 
 pytestmark = pytest.mark.browser
 TIMEOUT = 30_000
@@ -235,3 +235,22 @@ def test_bad_input_is_reported_on_the_page(scripted_run, watch, tmp_path):
     expect(page.locator(".step")).to_have_count(2)  # its transcript is shown all the same
     page.goto(out.as_uri() + "#/charts")
     expect(page.locator("#chart-reward")).to_contain_text("1 without a reward left out")
+
+
+def test_an_arena_shows_its_curve_per_round(scripted_run, watch, tmp_path):
+    from playwright.sync_api import expect
+
+    arena = make_arena_run(tmp_path / "arena", scripted_run)
+    out = tmp_path / "arena.html"
+    assert main(["view", str(arena), "--export", str(out)]) == 0
+    page = watch().page
+    page.goto(out.as_uri())
+    expect(page.locator("#view")).to_contain_text("chosen levels", timeout=TIMEOUT)
+    expect(page.locator("#view")).to_contain_text("2 → 2")
+    page.goto(out.as_uri() + "#/charts")
+    curve = page.locator("#chart-arena")
+    expect(curve.locator("polyline")).to_have_count(2)  # one line per round
+    expect(curve.locator("circle")).to_have_count(5)
+    expect(curve.locator(".legend")).to_contain_text("round 1 (chose 2)")
+    expect(curve.locator("rect.band")).to_have_count(1)
+    shot(page, "arena-charts", tmp_path)

@@ -89,3 +89,53 @@ def page_part(page: str, name: str) -> list[dict[str, Any]]:
     found = re.search(rf'<script type="application/octet-stream" id="es-part-{name}">(.*?)</script>', page, re.S)
     assert found, f"no part {name} in the page"
     return json.loads(gzip.decompress(base64.b64decode(found.group(1))))
+
+
+ARENA_REPORT = {
+    "rounds": [
+        {
+            "round": 1,
+            "levels": [
+                {"calls": 1, "scenarios": 1, "episodes": 2, "pass_rate": 1.0},
+                {"calls": 2, "scenarios": 1, "episodes": 2, "pass_rate": 0.0},
+            ],
+            "chosen": {"calls": 2},
+            "tools": {"checkout_book": {"episodes": 4, "failure_rate": 0.0}},
+        },
+        {
+            "round": 2,
+            "levels": [
+                {"calls": 1, "scenarios": 1, "episodes": 1, "pass_rate": 1.0},
+                {"calls": 2, "scenarios": 1, "episodes": 2, "pass_rate": 0.5},
+                {"calls": 3, "scenarios": 1, "episodes": 2, "pass_rate": 0.0},
+            ],
+            "chosen": {"calls": 2},
+        },
+    ],
+    "curriculum": {"scenarios": 2},
+    "target_pass": 0.5,
+    "band": [0.2, 0.8],
+}
+DIFFICULTY = {
+    "library-checkout": {"calls": 1, "records": 2, "lookups": 0, "links": 0, "tools": 1, "distractors": 0},
+    "library-return": {"calls": 2, "records": 2, "lookups": 1, "links": 1, "tools": 2, "distractors": 1},
+}
+
+
+def make_arena_run(out: Path, pipeline_run: Path) -> Path:
+    """An arena folder by hand, in the arena's layout (``arena_report.json``, ``curriculum.jsonl``
+    with each scenario's difficulty, ``round_N/``), with the episodes of ``pipeline_run``:
+    round 1 its task-mode rollouts, round 2 its user-mode ones."""
+    scenarios = [json.loads(line) for line in (pipeline_run / "scenarios.jsonl").read_text().splitlines()]
+    for scenario in scenarios:
+        scenario["difficulty"] = DIFFICULTY[scenario["id"]]
+    for n, rollouts in ((1, "rollouts_task"), (2, "rollouts_user")):
+        (out / f"round_{n}" / "rollouts").mkdir(parents=True)
+        shutil.copy(pipeline_run / "scenarios.jsonl", out / f"round_{n}" / "scenarios.jsonl")
+        shutil.copy(
+            pipeline_run / rollouts / "trajectories.jsonl", out / f"round_{n}" / "rollouts" / "trajectories.jsonl"
+        )
+    shutil.copy(pipeline_run / "envs.jsonl", out / "envs.jsonl")
+    (out / "curriculum.jsonl").write_text("".join(json.dumps(s) + "\n" for s in scenarios))
+    (out / "arena_report.json").write_text(json.dumps(ARENA_REPORT, indent=2))
+    return out
