@@ -114,11 +114,26 @@ def test_episode_list_filters_and_sorts(served_url, watch, tmp_path):
     expect(count).to_contain_text("1 episode of 5")
     page.fill("input[name=q]", "")
     page.press("input[name=q]", "Enter")
+    assert rows(page) == [  # by name by default, "#2" before "#10", whatever order the file has
+        "rollouts_task/library-checkout#0",
+        "rollouts_task/library-checkout#1",
+        "rollouts_task/library-return#0",
+        "rollouts_task/library-return#1",
+        "rollouts_user/library-checkout#0",
+    ]
     page.locator(".grid-head span", has_text="reward").click()
     expect(count).to_contain_text("5 episodes of 5")
-    assert rows(page)[:2] == ["rollouts_task/library-return#0", "rollouts_task/library-return#1"]
-    page.locator(".grid-head span", has_text="reward").click()  # again: descending
-    assert rows(page)[-2:] == ["rollouts_task/library-return#0", "rollouts_task/library-return#1"]
+    assert rows(page)[:3] == [
+        "rollouts_task/library-return#0",
+        "rollouts_task/library-return#1",
+        "rollouts_task/library-checkout#0",
+    ]
+    page.locator(".grid-head span", has_text="reward").click()  # again: descending, ties still by name
+    assert rows(page)[-3:] == [
+        "rollouts_user/library-checkout#0",
+        "rollouts_task/library-return#0",
+        "rollouts_task/library-return#1",
+    ]
     assert "sort=reward" in page.url and "desc=1" in page.url  # the filters and order are in the link
     page.reload()
     assert rows(page)[-1] == "rollouts_task/library-return#1"

@@ -265,19 +265,24 @@
     return { el: h("div", { class: "list" }, head, viewport), draw };
   }
 
+  const byName = new Intl.Collator("en", { numeric: true }).compare;
+
+  /** Items in the order of the chosen column (missing values last), ties and the default by name
+   * ("#2" before "#10"): the order does not depend on the order episodes were written in. */
   function sortItems(items, columns, sortState) {
     const column = columns.find((c) => c.key === sortState.key && c.sort);
-    if (!column) return items;
     const sign = sortState.desc ? -1 : 1;
-    const keyed = items.map((item) => [column.sort(item), item]);
+    const keyed = items.map((item) => [column ? column.sort(item) : null, item.key || item.id, item]);
     keyed.sort((a, b) => {
       const [x, y] = [a[0], b[0]];
-      if (x === y) return 0;
-      if (x === null || x === undefined) return 1;
-      if (y === null || y === undefined) return -1;
-      return (x < y ? -1 : 1) * sign;
+      if (x !== y) {
+        if (x === null || x === undefined) return 1;
+        if (y === null || y === undefined) return -1;
+        return (x < y ? -1 : 1) * sign;
+      }
+      return byName(a[1], b[1]);
     });
-    return keyed.map((pair) => pair[1]);
+    return keyed.map((entry) => entry[2]);
   }
 
   function checkDots(statuses) {
