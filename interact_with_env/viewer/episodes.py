@@ -114,6 +114,8 @@ def transcript(trajectory: Trajectory) -> list[dict[str, Any]]:
 
 
 def _is_parse_error(text: str) -> bool:
+    if "malformed_tool_call" not in text:
+        return False
     try:
         observation = json.loads(text)
     except ValueError:

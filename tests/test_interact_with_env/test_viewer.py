@@ -13,6 +13,7 @@ import urllib.request
 import pytest
 
 from envscaler_core.artifacts import RewardBreakdown, StepRecord, Trajectory
+from envscaler_core.rollout.agent import MALFORMED_TOOL
 from interact_with_env.__main__ import main
 from interact_with_env.viewer.episodes import episode_detail, transcript
 from interact_with_env.viewer.run_folder import LISTED_PER_FILE, read_run_folder
@@ -248,3 +249,24 @@ def test_an_arena_folder_is_read_with_its_report_and_rounds(scripted_run, tmp_pa
         "round_2/rollouts/library-checkout#0",
     }
     assert [(p.kind, p.where) for p in run.problems] == [("missing_stage", "round_3")]
+
+
+def test_a_call_that_could_not_be_parsed_is_shown_where_the_agent_was_told():
+    error = {"success": False, "error_type": "malformed_tool_call", "error": "Your tool call could not be parsed"}
+    t = Trajectory(
+        id="s#0",
+        scenario_id="s",
+        env_id="e",
+        messages=[
+            {"role": "user", "content": "do it"},
+            {"role": "assistant", "content": '<tool_call>{"name": "get_book", "arguments": {</tool_call>'},
+            {"role": "user", "content": json.dumps(error)},
+            {"role": "user", "content": "I said: do it"},
+        ],
+        steps=[
+            StepRecord(index=0, name=MALFORMED_TOOL, arguments="", observation=error, error_type="malformed_tool_call")
+        ],
+    )
+    entries = transcript(t)
+    assert [e.get("role") or e["name"] for e in entries] == ["user", "assistant", MALFORMED_TOOL, "user"]
+    assert entries[2]["error_type"] == "malformed_tool_call" and entries[2]["sent"] is None
