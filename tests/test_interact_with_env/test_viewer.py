@@ -18,7 +18,14 @@ from interact_with_env.__main__ import main
 from interact_with_env.viewer.episodes import episode_detail, transcript
 from interact_with_env.viewer.run_folder import LISTED_PER_FILE, read_run_folder
 from interact_with_env.viewer.server import RunViewer, ViewerServer
-from tests.test_interact_with_env.viewer_runs import ARENA_REPORT, copy_run, make_arena_run, page_index, page_part
+from tests.test_interact_with_env.viewer_runs import (
+    ARENA_REPORT,
+    copy_run,
+    make_arena_run,
+    make_bad_run,
+    page_index,
+    page_part,
+)
 
 RETURN_0 = "rollouts_task/library-return#0"
 
@@ -131,15 +138,7 @@ def test_text_from_the_run_cannot_end_the_script_element(scripted_run, tmp_path)
 
 
 def test_bad_input_is_listed_and_the_rest_is_read(scripted_run, tmp_path):
-    run = copy_run(scripted_run, tmp_path / "run")
-    (run / "scenarios.jsonl").unlink()
-    path = run / "rollouts_task" / "trajectories.jsonl"
-    unrewarded = json.loads(path.read_text().splitlines()[0])
-    del unrewarded["reward"]
-    unrewarded["id"] = "library-checkout#7"
-    with path.open("a") as fh:
-        fh.write('{"id": "broken", "scenario_id": \n')
-        fh.write(json.dumps(unrewarded) + "\n")
+    run = make_bad_run(scripted_run, tmp_path / "run")
     (run / "rollouts_empty").mkdir()
     index = page_index(export(run, tmp_path))
     problems = {(p["kind"], p["where"]): p["message"] for p in index["problems"]}

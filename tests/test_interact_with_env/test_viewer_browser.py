@@ -6,7 +6,6 @@ else to the test's temporary folder.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 from interact_with_env.__main__ import main
 from interact_with_env.viewer.run_folder import read_run_folder
 from interact_with_env.viewer.server import RunViewer, ViewerServer
-from tests.test_interact_with_env.viewer_runs import copy_run, make_arena_run
+from tests.test_interact_with_env.viewer_runs import make_arena_run, make_bad_run
 
 pytestmark = pytest.mark.browser
 TIMEOUT = 30_000
@@ -220,14 +219,7 @@ def test_exported_file_opens_offline_and_requests_nothing(exported_url, watch, t
 def test_bad_input_is_reported_on_the_page(scripted_run, watch, tmp_path):
     from playwright.sync_api import expect
 
-    run = copy_run(scripted_run, tmp_path / "run")
-    (run / "scenarios.jsonl").unlink()
-    path = run / "rollouts_task" / "trajectories.jsonl"
-    unrewarded = json.loads(path.read_text().splitlines()[0])
-    del unrewarded["reward"]
-    unrewarded["id"] = "library-checkout#7"
-    with path.open("a") as fh:
-        fh.write('{"id": "broken", "scenario_id": \n' + json.dumps(unrewarded) + "\n")
+    run = make_bad_run(scripted_run, tmp_path / "run")
     out = tmp_path / "bad.html"
     assert main(["view", str(run), "--export", str(out)]) == 0
     page = watch().page

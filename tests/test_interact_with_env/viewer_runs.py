@@ -139,3 +139,18 @@ def make_arena_run(out: Path, pipeline_run: Path) -> Path:
     (out / "curriculum.jsonl").write_text("".join(json.dumps(s) + "\n" for s in scenarios))
     (out / "arena_report.json").write_text(json.dumps(ARENA_REPORT, indent=2))
     return out
+
+
+def make_bad_run(pipeline_run: Path, to: Path) -> Path:
+    """A copy of ``pipeline_run`` with bad input: no ``scenarios.jsonl`` (a missing stage), and
+    in ``rollouts_task/trajectories.jsonl`` (4 good lines) line 5 not JSON and line 6 an episode
+    (``library-checkout#7``) without a reward."""
+    run = copy_run(pipeline_run, to)
+    (run / "scenarios.jsonl").unlink()
+    path = run / "rollouts_task" / "trajectories.jsonl"
+    unrewarded = json.loads(path.read_text().splitlines()[0])
+    del unrewarded["reward"]
+    unrewarded["id"] = "library-checkout#7"
+    with path.open("a") as fh:
+        fh.write('{"id": "broken", "scenario_id": \n' + json.dumps(unrewarded) + "\n")
+    return run

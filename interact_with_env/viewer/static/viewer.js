@@ -305,16 +305,20 @@
   ];
   let lastList = null; // the episode keys of the last list shown, for previous / next
 
-  function episodesPage(route) {
-    const params = route.params;
-    const results = h("div", {});
-    const update = (full) => {
-      history.replaceState(null, "", hash("episodes", null, params));
-      if (full) { render(); return; }
-      drawEpisodes(params, results);
+  /** A page of the filter bar over the episodes and what ``draw(params, into, redraw)`` makes of
+   * those it selects; a filter change redraws only that part (the bar keeps its focus). */
+  function filteredPage(page, title, draw) {
+    return (route) => {
+      const params = route.params;
+      const results = h("div", {});
+      const redraw = (full) => {
+        history.replaceState(null, "", hash(page, null, params));
+        if (full) { render(); return; }
+        draw(params, results, redraw);
+      };
+      show(h("h1", {}, title), filterBar(params, redraw), results);
+      draw(params, results, redraw);
     };
-    show(h("h1", {}, "Episodes"), filterBar(params, update), results);
-    drawEpisodes(params, results);
   }
 
   function drawEpisodes(params, results) {
@@ -713,18 +717,6 @@
     return h("section", { class: "chart", id: "failing-checks" }, h("h3", {}, "Checks that fail most often"), body);
   }
 
-  function chartsPage(route) {
-    const params = route.params;
-    const grid = h("div", {});
-    const redraw = (full) => {
-      history.replaceState(null, "", hash("charts", null, params));
-      if (full) { render(); return; }
-      drawCharts(params, grid, redraw);
-    };
-    show(h("h1", {}, "Charts"), filterBar(params, redraw), grid);
-    drawCharts(params, grid, redraw);
-  }
-
   function drawCharts(params, grid, redraw) {
     const items = filtered(params);
     fill(grid, 
@@ -991,8 +983,8 @@
     run: ["Run", runPage],
     envs: ["Environments", envsPage],
     scenarios: ["Scenarios", scenariosPage],
-    episodes: ["Episodes", episodesPage],
-    charts: ["Charts", chartsPage],
+    episodes: ["Episodes", filteredPage("episodes", "Episodes", drawEpisodes)],
+    charts: ["Charts", filteredPage("charts", "Charts", drawCharts)],
     problems: ["Problems", problemsPage],
   };
   const DETAIL = { episode: [episodePage, "episodes"], scenario: [scenarioPage, "scenarios"], env: [envPage, "envs"] };
