@@ -55,4 +55,5 @@ def export_page(run: RunFolder, out: Path) -> int:
     parts = {name: packed_part(run, name) for name in part_names(run)}
     text = render_page(index_data(run), parts, EXPORT_CSP)
     write_text_atomic(out, text)
+    out.chmod(0o644)  # a page to share: readable by others, as a file the user wrote would be
     return len(text.encode("utf-8"))

@@ -267,7 +267,7 @@ def _unknown_scenarios(run: RunFolder, problems: _Problems) -> None:
         problems.add(
             "unknown_scenario",
             scenario_id,
-            f"{count} episode(s) of scenario {scenario_id}, which no scenarios file here holds: "
-            "its task, checkers and proof are not shown",
+            f"{count} episode(s) of scenario {scenario_id}, which no scenarios file here holds: its task, "
+            "checkers and proof are not shown (view --scenarios FILE reads the file the rollouts used)",
             file="(scenarios)",
         )

@@ -18,6 +18,7 @@ from interact_with_env.__main__ import main
 from interact_with_env.viewer.episodes import episode_detail, transcript
 from interact_with_env.viewer.run_folder import LISTED_PER_FILE, read_run_folder
 from interact_with_env.viewer.server import RunViewer, ViewerServer
+from tests.test_interact_with_env.helpers import SCENARIOS
 from tests.test_interact_with_env.viewer_runs import (
     ARENA_REPORT,
     copy_run,
@@ -269,3 +270,15 @@ def test_a_call_that_could_not_be_parsed_is_shown_where_the_agent_was_told():
     entries = transcript(t)
     assert [e.get("role") or e["name"] for e in entries] == ["user", "assistant", MALFORMED_TOOL, "user"]
     assert entries[2]["error_type"] == "malformed_tool_call" and entries[2]["sent"] is None
+
+
+def test_episodes_of_scenarios_not_read_are_named_and_scenarios_can_come_from_elsewhere(scripted_run, tmp_path):
+    run = copy_run(scripted_run, tmp_path / "run")
+    scenarios = run / "scenarios.jsonl"
+    scenarios.write_text(scenarios.read_text().splitlines()[0] + "\n")
+    [problem] = read_run_folder(run).problems
+    assert (problem.kind, problem.where) == ("unknown_scenario", "library-return")
+    assert problem.message.startswith("2 episode(s) of scenario library-return")
+    page = export(run, tmp_path, "--scenarios", str(SCENARIOS))
+    assert page_index(page)["problems"] == []
+    assert (tmp_path / "page.html").stat().st_mode & 0o777 == 0o644
