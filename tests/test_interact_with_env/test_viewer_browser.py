@@ -163,6 +163,10 @@ def test_a_failed_episode_shows_calls_observations_diffs_and_failing_checks(serv
     expect(page.locator("h1")).to_contain_text("library-return#1")
     page.get_by_role("link", name="← episodes").click()
     expect(page.locator("#episode-count")).to_contain_text("2 episodes of 5")  # the filter came back
+    page.goto(served_url + "#/episode/rollouts_task%2Flibrary-checkout%231?sort=calls")  # a link to one
+    expect(page.locator(".nav-row")).to_contain_text("3 of 5")  # its place in the list the link names
+    page.get_by_role("link", name="next").click()
+    expect(page.locator("h1")).to_contain_text("library-return#0")  # 2 calls, then 3; ties by name
 
 
 def test_charts_render(served_url, watch, tmp_path):

@@ -303,7 +303,6 @@
     { key: "flags", label: "flags", width: "minmax(80px, 1.2fr)", sort: (e) => e.flags.join(","), cell: (e) => e.flags.join(", ") },
     { key: "tokens", label: "tokens", width: "70px", num: true, sort: (e) => e.tokens, cell: (e) => fmt(e.tokens) },
   ];
-  let lastList = null; // the episode keys of the last list shown, for previous / next
 
   /** A page of the filter bar over the episodes and what ``draw(params, into, redraw)`` makes of
    * those it selects; a filter change redraws only that part (the bar keeps its focus). */
@@ -321,10 +320,14 @@
     };
   }
 
+  /** The episodes the list's filters select, in its order. */
+  function episodeList(params) {
+    return sortItems(filtered(params), EPISODE_COLUMNS, { key: params.get("sort") || "", desc: params.get("desc") === "1" });
+  }
+
   function drawEpisodes(params, results) {
     const sortState = { key: params.get("sort") || "", desc: params.get("desc") === "1" };
-    const items = sortItems(filtered(params), EPISODE_COLUMNS, sortState);
-    lastList = { keys: items.map((e) => e.key), query: filterQuery(params) };
+    const items = episodeList(params);
     const rewarded = items.filter((e) => e.reward !== null);
     const solved = rewarded.filter((e) => e.solved).length;
     const onSort = (key) => {
@@ -333,7 +336,7 @@
       history.replaceState(null, "", hash("episodes", null, params));
       drawEpisodes(params, results);
     };
-    const list = virtualList(items, EPISODE_COLUMNS, (e) => hash("episode", e.key, filterQuery(params)), sortState, onSort);
+    const list = virtualList(items, EPISODE_COLUMNS, (e) => hash("episode", e.key, listQuery(params)), sortState, onSort);
     fill(results, 
       h("div", { class: "summary-line", id: "episode-count" },
         `${count(items.length, "episode")} of ${EPISODES.length.toLocaleString("en")}`,
@@ -351,20 +354,26 @@
     return out;
   }
 
+  /** The filters and the order of a list: an episode's page carries them, for its previous, next and back links. */
+  function listQuery(params) {
+    const out = filterQuery(params);
+    for (const name of ["sort", "desc"]) if (params.has(name)) out.set(name, params.get(name));
+    return out;
+  }
+
   // ------------------------------------------------------------------ pages: one episode
   async function episodePage(route, token) {
     const e = BY_KEY.get(route.arg);
     if (!e) { show(h("h1", {}, "Episode not found"), h("p", {}, `No episode ${route.arg} in this run.`)); return; }
     const scenario = SCENARIOS.get(e.scen);
     const env = ENVS.get(e.env);
-    const back = route.params.toString();
-    const nav = h("div", { class: "nav-row" }, h("a", { href: hash("episodes", null, route.params) }, "← episodes"));
-    if (lastList) {
-      const at = lastList.keys.indexOf(e.key);
-      if (at >= 0) {
-        const link = (i, label) => (i >= 0 && i < lastList.keys.length ? h("a", { href: hash("episode", lastList.keys[i], new URLSearchParams(back)) }, label) : h("span", { class: "muted" }, label));
-        nav.append(link(at - 1, "‹ previous"), h("span", { class: "muted" }, `${at + 1} of ${lastList.keys.length}`), link(at + 1, "next ›"));
-      }
+    const query = listQuery(route.params);
+    const nav = h("div", { class: "nav-row" }, h("a", { href: hash("episodes", null, query) }, "← episodes"));
+    const keys = episodeList(route.params).map((item) => item.key);
+    const at = keys.indexOf(e.key);
+    if (at >= 0) {
+      const link = (i, label) => (i >= 0 && i < keys.length ? h("a", { href: hash("episode", keys[i], query) }, label) : h("span", { class: "muted" }, label));
+      nav.append(link(at - 1, "‹ previous"), h("span", { class: "muted" }, `${at + 1} of ${keys.length}`), link(at + 1, "next ›"));
     }
     const rewardBox = h("div", { class: `reward-box ${rewardClass(e)}` }, e.reward === null ? "no reward" : fmt(e.reward),
       h("small", {}, e.reward === null ? "not scored" : e.solved ? "solved" : "not solved"));
@@ -779,7 +788,7 @@
       if (search.value) params.set("q", search.value); else params.delete("q");
       location.hash = hash("scenarios", null, params);
     } });
-    const list = virtualList(items, columns, (sc) => hash("scenario", sc.id), sortState, onSort);
+    const list = virtualList(items, columns, (sc) => hash("scenario", sc.id, params), sortState, onSort);
     const byStatus = tally(INDEX.scenarios.map((sc) => sc.status)).map(([st, n]) => `${n.toLocaleString("en")} ${st}`).join(", ");
     show(h("h1", {}, "Scenarios"),
       h("div", { class: "filters" }, h("label", {}, "id, environment or task contains", search)),
@@ -797,7 +806,7 @@
     const modes = tally(EPISODES.filter((e) => e.scen === sc.id && e.reward !== null).map((e) => e.mode));
     const body = h("div", {}, h("p", { class: "muted" }, "Loading…"));
     show(
-      h("div", { class: "nav-row" }, h("a", { href: "#/scenarios" }, "← scenarios")),
+      h("div", { class: "nav-row" }, h("a", { href: hash("scenarios", null, route.params) }, "← scenarios")),
       h("h1", {}, sc.id),
       kv([
         ["environment", ENVS.has(sc.env) ? h("a", { href: hash("env", sc.env) }, sc.env) : sc.env],
