@@ -10,7 +10,9 @@
 (function () {
   const INDEX = JSON.parse(document.getElementById("es-index").textContent);
   const EPISODES = INDEX.episodes;
-  EPISODES.forEach((e, k) => { e.k = k; });
+  EPISODES.forEach((e, k) => {
+    e.k = k;
+  });
   const BY_KEY = new Map(EPISODES.map((e) => [e.key, e]));
   const SCENARIOS = new Map(INDEX.scenarios.map((s, k) => [s.id, Object.assign(s, { k })]));
   const ENVS = new Map(INDEX.envs.map((e, k) => [e.id, Object.assign(e, { k })]));
@@ -95,18 +97,45 @@
     return h(
       "table",
       { class: "plain" },
-      h("thead", {}, h("tr", {}, header.map((c, i) => h("th", { class: isNum(i) ? "num" : null }, c)))),
-      h("tbody", {}, rows.map((r) => h("tr", {}, r.map((c, i) => h("td", { class: isNum(i) ? "num" : null }, c))))),
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          header.map((c, i) => h("th", { class: isNum(i) ? "num" : null }, c)),
+        ),
+      ),
+      h(
+        "tbody",
+        {},
+        rows.map((r) =>
+          h(
+            "tr",
+            {},
+            r.map((c, i) => h("td", { class: isNum(i) ? "num" : null }, c)),
+          ),
+        ),
+      ),
     );
   }
 
   function kv(pairs) {
-    return h("div", { class: "kv" }, pairs.filter((p) => p).map(([k, v]) => [h("div", {}, k), h("div", {}, v)]));
+    return h(
+      "div",
+      { class: "kv" },
+      pairs.filter((p) => p).map(([k, v]) => [h("div", {}, k), h("div", {}, v)]),
+    );
   }
 
   function card(label, big, note) {
-    return h("div", { class: "card" }, h("div", { class: "label" }, label), h("div", { class: "big" }, big),
-      note ? h("div", { class: "label" }, note) : null);
+    return h(
+      "div",
+      { class: "card" },
+      h("div", { class: "label" }, label),
+      h("div", { class: "big" }, big),
+      note ? h("div", { class: "label" }, note) : null,
+    );
   }
 
   // ------------------------------------------------------------------ lazy parts
@@ -191,21 +220,47 @@
   function filterBar(params, onChange) {
     const select = (name, label, values, all) => {
       const current = params.has(name) ? params.get(name) : null;
-      const options = [h("option", { value: "" , selected: current === null }, all)];
+      const options = [h("option", { value: "", selected: current === null }, all)];
       for (const [value, n] of values) {
-        options.push(h("option", { value: `=${value}`, selected: current === value }, `${value === "" ? "(run folder)" : value} (${n})`));
+        options.push(
+          h(
+            "option",
+            { value: `=${value}`, selected: current === value },
+            `${value === "" ? "(run folder)" : value} (${n})`,
+          ),
+        );
       }
-      const el = h("select", { name, onchange: () => {
-        if (el.value === "") params.delete(name); else params.set(name, el.value.slice(1));
-        onChange();
-      } }, options);
+      const el = h(
+        "select",
+        {
+          name,
+          onchange: () => {
+            if (el.value === "") params.delete(name);
+            else params.set(name, el.value.slice(1));
+            onChange();
+          },
+        },
+        options,
+      );
       return h("label", {}, label, el);
     };
     const input = (name, label, type, extra) => {
-      const el = h("input", Object.assign({ name, type, value: params.get(name) || "", onchange: () => {
-        if (el.value === "") params.delete(name); else params.set(name, el.value);
-        onChange();
-      } }, extra));
+      const el = h(
+        "input",
+        Object.assign(
+          {
+            name,
+            type,
+            value: params.get(name) || "",
+            onchange: () => {
+              if (el.value === "") params.delete(name);
+              else params.set(name, el.value);
+              onChange();
+            },
+          },
+          extra,
+        ),
+      );
       return h("label", {}, label, el);
     };
     const flags = tally(EPISODES.flatMap((e) => (e.flags.length ? e.flags : ["(none)"])));
@@ -224,18 +279,39 @@
       input("rmin", "reward ≥", "number", { step: "0.05", min: "0", max: "1" }),
       input("rmax", "reward ≤", "number", { step: "0.05", min: "0", max: "1" }),
       input("q", "episode id contains", "search", {}),
-      h("button", { type: "button", onclick: () => { FILTERS.forEach((n) => params.delete(n)); onChange(true); } }, "clear filters"),
+      h(
+        "button",
+        {
+          type: "button",
+          onclick: () => {
+            FILTERS.forEach((n) => params.delete(n));
+            onChange(true);
+          },
+        },
+        "clear filters",
+      ),
     );
   }
 
   // ------------------------------------------------------------------ virtual list
   function virtualList(items, columns, href, sortState, onSort) {
     const template = columns.map((c) => c.width || "1fr").join(" ");
-    const head = h("div", { class: "grid-head" }, columns.map((c) => h("span", {
-      class: [c.num ? "num" : "", sortState && sortState.key === c.key ? "sorted" : ""].join(" "),
-      title: c.sort ? "sort by this column" : null,
-      onclick: c.sort && onSort ? () => onSort(c.key) : null,
-    }, c.label, sortState && sortState.key === c.key ? (sortState.desc ? " ▼" : " ▲") : "")));
+    const head = h(
+      "div",
+      { class: "grid-head" },
+      columns.map((c) =>
+        h(
+          "span",
+          {
+            class: [c.num ? "num" : "", sortState && sortState.key === c.key ? "sorted" : ""].join(" "),
+            title: c.sort ? "sort by this column" : null,
+            onclick: c.sort && onSort ? () => onSort(c.key) : null,
+          },
+          c.label,
+          sortState && sortState.key === c.key ? (sortState.desc ? " ▼" : " ▲") : "",
+        ),
+      ),
+    );
     head.style.gridTemplateColumns = template;
     const viewport = h("div", { class: "viewport" });
     viewport.style.height = `${items.length * ROW_H + 2}px`;
@@ -251,8 +327,13 @@
       const rows = [];
       for (let i = first; i < last; i++) {
         const item = items[i];
-        const row = h("a", { class: "grid-row", href: href(item), "data-key": item.key || item.id },
-          columns.map((c) => h("span", { class: c.num ? "num" : null, title: c.title ? c.title(item) : null }, c.cell(item))));
+        const row = h(
+          "a",
+          { class: "grid-row", href: href(item), "data-key": item.key || item.id },
+          columns.map((c) =>
+            h("span", { class: c.num ? "num" : null, title: c.title ? c.title(item) : null }, c.cell(item)),
+          ),
+        );
         row.style.top = `${i * ROW_H}px`;
         row.style.gridTemplateColumns = template;
         rows.push(row);
@@ -260,7 +341,10 @@
       fill(spacer, ...rows);
     };
     viewport.addEventListener("scroll", () => {
-      if (!pending) { pending = true; requestAnimationFrame(draw); }
+      if (!pending) {
+        pending = true;
+        requestAnimationFrame(draw);
+      }
     });
     return { el: h("div", { class: "list" }, head, viewport), draw };
   }
@@ -286,21 +370,59 @@
   }
 
   function checkDots(statuses) {
-    return h("span", { class: "dots" }, [...statuses].map((c) => h("span", { class: `dot-${c}` }, c === "t" ? "●" : c === "f" ? "○" : "!")));
+    return h(
+      "span",
+      { class: "dots" },
+      [...statuses].map((c) => h("span", { class: `dot-${c}` }, c === "t" ? "●" : c === "f" ? "○" : "!")),
+    );
   }
 
   // ------------------------------------------------------------------ pages: episodes
   const EPISODE_COLUMNS = [
-    { key: "id", label: "episode", width: "minmax(160px, 2.4fr)", sort: (e) => e.key, cell: (e) => [e.src ? h("span", { class: "muted" }, `${e.src}/`) : null, e.id], title: (e) => e.key },
+    {
+      key: "id",
+      label: "episode",
+      width: "minmax(160px, 2.4fr)",
+      sort: (e) => e.key,
+      cell: (e) => [e.src ? h("span", { class: "muted" }, `${e.src}/`) : null, e.id],
+      title: (e) => e.key,
+    },
     { key: "env", label: "environment", width: "minmax(80px, 1.2fr)", sort: (e) => e.env, cell: (e) => e.env },
     { key: "mode", label: "mode", width: "64px", sort: (e) => e.mode, cell: (e) => `${e.mode}/${e.agent_mode}` },
-    { key: "reward", label: "reward", width: "64px", num: true, sort: (e) => e.reward, cell: (e) => h("span", { class: rewardClass(e) }, e.reward === null ? "none" : fmt(e.reward)) },
-    { key: "checks", label: "checks", width: "80px", sort: (e) => e.checks.split("t").length - 1, cell: (e) => checkDots(e.checks), title: (e) => `${e.checks.split("t").length - 1} of ${e.checks.length} true` },
+    {
+      key: "reward",
+      label: "reward",
+      width: "64px",
+      num: true,
+      sort: (e) => e.reward,
+      cell: (e) => h("span", { class: rewardClass(e) }, e.reward === null ? "none" : fmt(e.reward)),
+    },
+    {
+      key: "checks",
+      label: "checks",
+      width: "80px",
+      sort: (e) => e.checks.split("t").length - 1,
+      cell: (e) => checkDots(e.checks),
+      title: (e) => `${e.checks.split("t").length - 1} of ${e.checks.length} true`,
+    },
     { key: "calls", label: "calls", width: "48px", num: true, sort: (e) => e.calls, cell: (e) => e.calls },
-    { key: "errors", label: "errors", width: "52px", num: true, sort: (e) => e.errors, cell: (e) => h("span", { class: e.errors ? "bad" : null }, e.errors) },
+    {
+      key: "errors",
+      label: "errors",
+      width: "52px",
+      num: true,
+      sort: (e) => e.errors,
+      cell: (e) => h("span", { class: e.errors ? "bad" : null }, e.errors),
+    },
     { key: "turns", label: "turns", width: "48px", num: true, sort: (e) => e.turns, cell: (e) => e.turns },
     { key: "term", label: "termination", width: "minmax(90px, 1fr)", sort: (e) => e.term, cell: (e) => e.term },
-    { key: "flags", label: "flags", width: "minmax(80px, 1.2fr)", sort: (e) => e.flags.join(","), cell: (e) => e.flags.join(", ") },
+    {
+      key: "flags",
+      label: "flags",
+      width: "minmax(80px, 1.2fr)",
+      sort: (e) => e.flags.join(","),
+      cell: (e) => e.flags.join(", "),
+    },
     { key: "tokens", label: "tokens", width: "70px", num: true, sort: (e) => e.tokens, cell: (e) => fmt(e.tokens) },
   ];
 
@@ -312,7 +434,10 @@
       const results = h("div", {});
       const redraw = (full) => {
         history.replaceState(null, "", hash(page, null, params));
-        if (full) { render(); return; }
+        if (full) {
+          render();
+          return;
+        }
         draw(params, results, redraw);
       };
       show(h("h1", {}, title), filterBar(params, redraw), results);
@@ -322,7 +447,10 @@
 
   /** The episodes the list's filters select, in its order. */
   function episodeList(params) {
-    return sortItems(filtered(params), EPISODE_COLUMNS, { key: params.get("sort") || "", desc: params.get("desc") === "1" });
+    return sortItems(filtered(params), EPISODE_COLUMNS, {
+      key: params.get("sort") || "",
+      desc: params.get("desc") === "1",
+    });
   }
 
   function drawEpisodes(params, results) {
@@ -332,17 +460,33 @@
     const solved = rewarded.filter((e) => e.solved).length;
     const onSort = (key) => {
       if (params.get("sort") === key) params.set("desc", params.get("desc") === "1" ? "0" : "1");
-      else { params.set("sort", key); params.set("desc", "0"); }
+      else {
+        params.set("sort", key);
+        params.set("desc", "0");
+      }
       history.replaceState(null, "", hash("episodes", null, params));
       drawEpisodes(params, results);
     };
-    const list = virtualList(items, EPISODE_COLUMNS, (e) => hash("episode", e.key, listQuery(params)), sortState, onSort);
-    fill(results, 
-      h("div", { class: "summary-line", id: "episode-count" },
+    const list = virtualList(
+      items,
+      EPISODE_COLUMNS,
+      (e) => hash("episode", e.key, listQuery(params)),
+      sortState,
+      onSort,
+    );
+    fill(
+      results,
+      h(
+        "div",
+        { class: "summary-line", id: "episode-count" },
         `${count(items.length, "episode")} of ${EPISODES.length.toLocaleString("en")}`,
-        rewarded.length ? ` · solved ${solved} (${pct(solved / rewarded.length)}) · mean reward ${fmt(mean(rewarded.map((e) => e.reward)))}` : "",
+        rewarded.length
+          ? ` · solved ${solved} (${pct(solved / rewarded.length)}) · mean reward ${fmt(mean(rewarded.map((e) => e.reward)))}`
+          : "",
         items.length - rewarded.length ? ` · ${items.length - rewarded.length} without a reward` : "",
-        " · ", h("a", { href: hash("charts", null, filterQuery(params)) }, "charts of these episodes")),
+        " · ",
+        h("a", { href: hash("charts", null, filterQuery(params)) }, "charts of these episodes"),
+      ),
       items.length ? list.el : h("p", { class: "muted" }, "No episode matches these filters."),
     );
     if (items.length) list.draw();
@@ -364,7 +508,10 @@
   // ------------------------------------------------------------------ pages: one episode
   async function episodePage(route, token) {
     const e = BY_KEY.get(route.arg);
-    if (!e) { show(h("h1", {}, "Episode not found"), h("p", {}, `No episode ${route.arg} in this run.`)); return; }
+    if (!e) {
+      show(h("h1", {}, "Episode not found"), h("p", {}, `No episode ${route.arg} in this run.`));
+      return;
+    }
     const scenario = SCENARIOS.get(e.scen);
     const env = ENVS.get(e.env);
     const query = listQuery(route.params);
@@ -372,26 +519,47 @@
     const keys = episodeList(route.params).map((item) => item.key);
     const at = keys.indexOf(e.key);
     if (at >= 0) {
-      const link = (i, label) => (i >= 0 && i < keys.length ? h("a", { href: hash("episode", keys[i], query) }, label) : h("span", { class: "muted" }, label));
-      nav.append(link(at - 1, "‹ previous"), h("span", { class: "muted" }, `${at + 1} of ${keys.length}`), link(at + 1, "next ›"));
+      const link = (i, label) =>
+        i >= 0 && i < keys.length
+          ? h("a", { href: hash("episode", keys[i], query) }, label)
+          : h("span", { class: "muted" }, label);
+      nav.append(
+        link(at - 1, "‹ previous"),
+        h("span", { class: "muted" }, `${at + 1} of ${keys.length}`),
+        link(at + 1, "next ›"),
+      );
     }
-    const rewardBox = h("div", { class: `reward-box ${rewardClass(e)}` }, e.reward === null ? "no reward" : fmt(e.reward),
-      h("small", {}, e.reward === null ? "not scored" : e.solved ? "solved" : "not solved"));
+    const rewardBox = h(
+      "div",
+      { class: `reward-box ${rewardClass(e)}` },
+      e.reward === null ? "no reward" : fmt(e.reward),
+      h("small", {}, e.reward === null ? "not scored" : e.solved ? "solved" : "not solved"),
+    );
     const body = h("div", { id: "episode-body" }, h("p", { class: "muted" }, "Loading the transcript…"));
     show(
       nav,
       h("h1", {}, e.src ? h("span", { class: "muted" }, `${e.src}/`) : null, e.id),
-      h("div", { class: "episode-head" }, rewardBox, kv([
-        ["environment", env ? h("a", { href: hash("env", e.env) }, e.env) : e.env],
-        ["scenario", scenario ? h("a", { href: hash("scenario", e.scen) }, e.scen) : [e.scen, h("span", { class: "muted" }, " (not in the scenarios read)")]],
-        ["mode", `${e.mode} / ${e.agent_mode}`],
-        ["model", e.model || "–"],
-        ["termination", e.term],
-        ["flags", e.flags.length ? e.flags.map((f) => h("span", { class: "pill warn" }, f)) : "–"],
-        ["tool calls", `${e.calls} (${e.errors} failed) over ${count(e.turns, "agent turn")}`],
-        ["tokens", fmt(e.tokens)],
-        ["wall time", e.wall_s === null || e.wall_s === undefined ? "–" : `${fmt(e.wall_s, 2)} s`],
-      ])),
+      h(
+        "div",
+        { class: "episode-head" },
+        rewardBox,
+        kv([
+          ["environment", env ? h("a", { href: hash("env", e.env) }, e.env) : e.env],
+          [
+            "scenario",
+            scenario
+              ? h("a", { href: hash("scenario", e.scen) }, e.scen)
+              : [e.scen, h("span", { class: "muted" }, " (not in the scenarios read)")],
+          ],
+          ["mode", `${e.mode} / ${e.agent_mode}`],
+          ["model", e.model || "–"],
+          ["termination", e.term],
+          ["flags", e.flags.length ? e.flags.map((f) => h("span", { class: "pill warn" }, f)) : "–"],
+          ["tool calls", `${e.calls} (${e.errors} failed) over ${count(e.turns, "agent turn")}`],
+          ["tokens", fmt(e.tokens)],
+          ["wall time", e.wall_s === null || e.wall_s === undefined ? "–" : `${fmt(e.wall_s, 2)} s`],
+        ]),
+      ),
       body,
     );
     let detail;
@@ -403,7 +571,11 @@
     }
     let checklist = null;
     if (scenario) {
-      try { checklist = (await record("s", scenario.k)).checklist; } catch (err) { checklist = null; }
+      try {
+        checklist = (await record("s", scenario.k)).checklist;
+      } catch (err) {
+        checklist = null;
+      }
     }
     if (token !== renderToken) return;
     fill(body, ...episodeBody(e, detail, checklist));
@@ -417,62 +589,122 @@
       out.push(h("p", { class: "warn" }, "This trajectory has no reward: it was stored without one (see Problems)."));
     } else {
       out.push(checksList(d.reward, checklist));
-      out.push(kv([
-        ["final reward", fmt(d.reward.final)],
-        d.reward.checklist !== undefined && d.reward.checklist !== null ? ["checklist share", fmt(d.reward.checklist)] : null,
-        d.reward.collateral && d.reward.collateral.length ? ["collateral changes", d.reward.collateral.map((p) => h("span", { class: "pill bad" }, p))] : null,
-        ["state matches the reference", d.reward.state_match === null ? "– (no reference)" : d.reward.state_match ? "yes" : "no"],
-        ["checker errors", d.reward.checker_errors],
-        ["progress after each step", d.reward.progress.length ? progressChart(d.reward.progress) : "–"],
-      ]));
+      out.push(
+        kv([
+          ["final reward", fmt(d.reward.final)],
+          d.reward.checklist !== undefined && d.reward.checklist !== null
+            ? ["checklist share", fmt(d.reward.checklist)]
+            : null,
+          d.reward.collateral && d.reward.collateral.length
+            ? ["collateral changes", d.reward.collateral.map((p) => h("span", { class: "pill bad" }, p))]
+            : null,
+          [
+            "state matches the reference",
+            d.reward.state_match === null ? "– (no reference)" : d.reward.state_match ? "yes" : "no",
+          ],
+          ["checker errors", d.reward.checker_errors],
+          ["progress after each step", d.reward.progress.length ? progressChart(d.reward.progress) : "–"],
+        ]),
+      );
     }
     out.push(h("h2", {}, "Transcript"), h("div", { class: "transcript" }, d.transcript.map(entry)));
     if (d.user_view.length) {
-      out.push(h("h2", {}, "The simulated user's side"), fold(`${count(d.user_view.length, "message")}: its instructions and turns, as it saw them`,
-        h("div", { class: "transcript" }, d.user_view.map(entry))));
+      out.push(
+        h("h2", {}, "The simulated user's side"),
+        fold(
+          `${count(d.user_view.length, "message")}: its instructions and turns, as it saw them`,
+          h("div", { class: "transcript" }, d.user_view.map(entry)),
+        ),
+      );
     }
-    out.push(h("h2", {}, "Accounting"), kv([
-      ["usage", Object.entries(d.usage).map(([k, v]) => `${k} ${fmt(v, 2)}`).join(" · ")],
-      ["timings (s)", Object.entries(d.timings).map(([k, v]) => `${k} ${fmt(v, 2)}`).join(" · ")],
-      ["seed", d.seed === null ? "–" : d.seed],
-      ["turns asked again for the answer", d.answers_asked],
-      ["stored at", h("span", { class: "mono" }, d.where)],
-    ]));
+    out.push(
+      h("h2", {}, "Accounting"),
+      kv([
+        [
+          "usage",
+          Object.entries(d.usage)
+            .map(([k, v]) => `${k} ${fmt(v, 2)}`)
+            .join(" · "),
+        ],
+        [
+          "timings (s)",
+          Object.entries(d.timings)
+            .map(([k, v]) => `${k} ${fmt(v, 2)}`)
+            .join(" · "),
+        ],
+        ["seed", d.seed === null ? "–" : d.seed],
+        ["turns asked again for the answer", d.answers_asked],
+        ["stored at", h("span", { class: "mono" }, d.where)],
+      ]),
+    );
     return out;
   }
 
   function checksList(reward, checklist) {
-    return h("ul", { class: "checks", id: "checks" }, reward.checks.map((c, i) => {
-      const mark = c.status === "true" ? ["✓", "ok"] : c.status === "false" ? ["✗", "bad"] : ["!", "warn"];
-      const code = checklist && checklist[i] && checklist[i].item === c.check_item ? checklist[i].code : null;
-      return h("li", { class: `check check-${c.status}` },
-        h("span", { class: mark[1] }, `${mark[0]} `), c.check_item || `check ${i + 1}`,
-        h("span", { class: `pill ${mark[1]}` }, c.status === "error" ? "error" : c.status),
-        c.error ? h("div", { class: "warn mono" }, c.error) : null,
-        code ? fold("checker code", pre(code)) : null);
-    }));
+    return h(
+      "ul",
+      { class: "checks", id: "checks" },
+      reward.checks.map((c, i) => {
+        const mark = c.status === "true" ? ["✓", "ok"] : c.status === "false" ? ["✗", "bad"] : ["!", "warn"];
+        const code = checklist && checklist[i] && checklist[i].item === c.check_item ? checklist[i].code : null;
+        return h(
+          "li",
+          { class: `check check-${c.status}` },
+          h("span", { class: mark[1] }, `${mark[0]} `),
+          c.check_item || `check ${i + 1}`,
+          h("span", { class: `pill ${mark[1]}` }, c.status === "error" ? "error" : c.status),
+          c.error ? h("div", { class: "warn mono" }, c.error) : null,
+          code ? fold("checker code", pre(code)) : null,
+        );
+      }),
+    );
   }
 
   function entry(item) {
     if (item.kind === "step") return stepCard(item);
     const role = item.role;
     const text = h("div", { class: "text" }, item.text);
-    const body = [h("div", { class: "role" }, role), item.reasoning ? fold("reasoning", pre(item.reasoning)) : null,
-      role === "system" ? fold(`system prompt (${item.text.length.toLocaleString("en")} characters)`, text) : item.text ? text : null,
-      (item.calls || []).map((c) => h("code", { class: "call" }, `→ ${c.name}(${typeof c.arguments === "string" ? c.arguments : JSON.stringify(c.arguments)})`))];
+    const body = [
+      h("div", { class: "role" }, role),
+      item.reasoning ? fold("reasoning", pre(item.reasoning)) : null,
+      role === "system"
+        ? fold(`system prompt (${item.text.length.toLocaleString("en")} characters)`, text)
+        : item.text
+          ? text
+          : null,
+      (item.calls || []).map((c) =>
+        h(
+          "code",
+          { class: "call" },
+          `→ ${c.name}(${typeof c.arguments === "string" ? c.arguments : JSON.stringify(c.arguments)})`,
+        ),
+      ),
+    ];
     return h("div", { class: `msg ${role}` }, body);
   }
 
   function stepCard(step) {
     const args = typeof step.arguments === "string" ? step.arguments : JSON.stringify(step.arguments);
-    const status = step.error_type ? h("span", { class: "pill bad" }, step.error_type) : h("span", { class: "pill ok" }, "ok");
-    return h("div", { class: `step${step.error_type ? " failed" : ""}`, "data-step": step.index },
-      h("div", { class: "head" }, `step ${step.index} · ${step.name}(${args}) `, status,
+    const status = step.error_type
+      ? h("span", { class: "pill bad" }, step.error_type)
+      : h("span", { class: "pill ok" }, "ok");
+    return h(
+      "div",
+      { class: `step${step.error_type ? " failed" : ""}`, "data-step": step.index },
+      h(
+        "div",
+        { class: "head" },
+        `step ${step.index} · ${step.name}(${args}) `,
+        status,
         h("span", { class: "muted" }, ` ${fmt(step.ms, 1)} ms`),
-        step.progress === null ? null : h("span", { class: "muted" }, ` · progress ${fmt(step.progress)}`)),
+        step.progress === null ? null : h("span", { class: "muted" }, ` · progress ${fmt(step.progress)}`),
+      ),
       pre(step.observation),
-      step.diff.length ? h("ul", { class: "diff" }, step.diff.map(diffLine)) : h("div", { class: "muted" }, "no state change"),
-      step.sent ? fold("as sent to the agent", pre(step.sent)) : null);
+      step.diff.length
+        ? h("ul", { class: "diff" }, step.diff.map(diffLine))
+        : h("div", { class: "muted" }, "no state change"),
+      step.sent ? fold("as sent to the agent", pre(step.sent)) : null,
+    );
   }
 
   function diffLine(op) {
@@ -481,15 +713,26 @@
   }
 
   function progressChart(progress) {
-    const w = 220, hgt = 44, n = progress.length;
+    const w = 220,
+      hgt = 44,
+      n = progress.length;
     const x = (i) => (n === 1 ? w / 2 : 4 + (i * (w - 8)) / (n - 1));
     const y = (v) => hgt - 4 - v * (hgt - 8);
     const points = progress.map((v, i) => `${x(i)},${y(v)}`).join(" ");
-    return h("span", { class: "progress" }, s("svg", { viewBox: `0 0 ${w} ${hgt}`, width: w, height: hgt },
-      s("line", { class: "gridline", x1: 0, x2: w, y1: y(1), y2: y(1) }),
-      s("polyline", { class: "line s0", points }),
-      progress.map((v, i) => s("circle", { class: "s0", cx: x(i), cy: y(v), r: 2.5 }, s("title", {}, `after step ${i}: ${fmt(v)}`)))),
-      ` ${progress.map((v) => fmt(v, 2)).join(" → ")}`);
+    return h(
+      "span",
+      { class: "progress" },
+      s(
+        "svg",
+        { viewBox: `0 0 ${w} ${hgt}`, width: w, height: hgt },
+        s("line", { class: "gridline", x1: 0, x2: w, y1: y(1), y2: y(1) }),
+        s("polyline", { class: "line s0", points }),
+        progress.map((v, i) =>
+          s("circle", { class: "s0", cx: x(i), cy: y(v), r: 2.5 }, s("title", {}, `after step ${i}: ${fmt(v)}`)),
+        ),
+      ),
+      ` ${progress.map((v) => fmt(v, 2)).join(" → ")}`,
+    );
   }
 
   // ------------------------------------------------------------------ charts
@@ -510,16 +753,23 @@
     const yTicks = yMax ? [0, 0.25, 0.5, 0.75, 1].map((f) => f * yMax) : ticks(Math.max(0, ...bars.map(total)), whole);
     const max = yTicks[yTicks.length - 1];
     const fmtY = yFormat || ((v) => fmt(v, 2));
-    const w = 480, hgt = 250, right = 10, top = 14;
+    const w = 480,
+      hgt = 250,
+      right = 10,
+      top = 14;
     const left = 26 + 6.5 * Math.max(...yTicks.map((v) => fmtY(v).length));
     const slot = (w - left - right) / Math.max(1, bars.length);
     const rotate = Math.max(0, ...bars.map((b) => b.label.length)) * 6.2 > slot - 4;
     const bottom = (rotate ? 84 : 30) + (xTitle ? 12 : 0);
-    const plotW = w - left - right, plotH = hgt - top - bottom;
+    const plotW = w - left - right,
+      plotH = hgt - top - bottom;
     const svg = s("svg", { viewBox: `0 0 ${w} ${hgt}`, role: "img" });
     for (const v of yTicks) {
       const y = top + plotH - (plotH * v) / max;
-      svg.append(s("line", { class: "gridline", x1: left, x2: w - right, y1: y, y2: y }), s("text", { x: left - 5, y: y + 4, "text-anchor": "end" }, fmtY(v)));
+      svg.append(
+        s("line", { class: "gridline", x1: left, x2: w - right, y1: y, y2: y }),
+        s("text", { x: left - 5, y: y + 4, "text-anchor": "end" }, fmtY(v)),
+      );
     }
     const barW = Math.min(slot * 0.76, 64);
     bars.forEach((b, i) => {
@@ -528,52 +778,134 @@
       for (const seg of b.segments) {
         const barH = (plotH * seg.value) / max;
         y -= barH;
-        svg.append(s("rect", { class: `bar ${seg.cls || ""}`, x, y, width: barW, height: Math.max(0, barH) }, s("title", {}, seg.title || `${b.label}: ${fmtY(seg.value)}`)));
+        svg.append(
+          s(
+            "rect",
+            { class: `bar ${seg.cls || ""}`, x, y, width: barW, height: Math.max(0, barH) },
+            s("title", {}, seg.title || `${b.label}: ${fmtY(seg.value)}`),
+          ),
+        );
       }
-      if (bars.length <= 24 && total(b) > 0) svg.append(s("text", { x: x + barW / 2, y: y - 3, "text-anchor": "middle" }, b.note !== undefined ? b.note : fmtY(total(b))));
-      const lx = left + i * slot + slot / 2, ly = top + plotH + 14;
-      svg.append(rotate
-        ? s("text", { x: lx, y: ly, "text-anchor": "end", transform: `rotate(-40 ${lx} ${ly})` }, b.label.length > 18 ? `${b.label.slice(0, 17)}…` : b.label)
-        : s("text", { x: lx, y: ly, "text-anchor": "middle" }, b.label));
+      if (bars.length <= 24 && total(b) > 0)
+        svg.append(
+          s(
+            "text",
+            { x: x + barW / 2, y: y - 3, "text-anchor": "middle" },
+            b.note !== undefined ? b.note : fmtY(total(b)),
+          ),
+        );
+      const lx = left + i * slot + slot / 2,
+        ly = top + plotH + 14;
+      svg.append(
+        rotate
+          ? s(
+              "text",
+              { x: lx, y: ly, "text-anchor": "end", transform: `rotate(-40 ${lx} ${ly})` },
+              b.label.length > 18 ? `${b.label.slice(0, 17)}…` : b.label,
+            )
+          : s("text", { x: lx, y: ly, "text-anchor": "middle" }, b.label),
+      );
     });
-    svg.append(s("line", { class: "axis", x1: left, x2: w - right, y1: top + plotH, y2: top + plotH }), s("line", { class: "axis", x1: left, x2: left, y1: top, y2: top + plotH }));
+    svg.append(
+      s("line", { class: "axis", x1: left, x2: w - right, y1: top + plotH, y2: top + plotH }),
+      s("line", { class: "axis", x1: left, x2: left, y1: top, y2: top + plotH }),
+    );
     if (xTitle) svg.append(s("text", { x: left + plotW / 2, y: hgt - 4, "text-anchor": "middle" }, xTitle));
-    if (yTitle) svg.append(s("text", { x: 12, y: top + plotH / 2, "text-anchor": "middle", transform: `rotate(-90 12 ${top + plotH / 2})` }, yTitle));
+    if (yTitle)
+      svg.append(
+        s(
+          "text",
+          { x: 12, y: top + plotH / 2, "text-anchor": "middle", transform: `rotate(-90 12 ${top + plotH / 2})` },
+          yTitle,
+        ),
+      );
     return legend ? [svg, legendRow(legend)] : svg;
   }
 
   function lineChart({ series, xs, xTitle, yTitle, band, target }) {
-    const w = 480, hgt = 250, left = 46, right = 12, top = 12, bottom = 40;
-    const plotW = w - left - right, plotH = hgt - top - bottom;
-    const xMin = Math.min(...xs), xMax = Math.max(...xs);
+    const w = 480,
+      hgt = 250,
+      left = 46,
+      right = 12,
+      top = 12,
+      bottom = 40;
+    const plotW = w - left - right,
+      plotH = hgt - top - bottom;
+    const xMin = Math.min(...xs),
+      xMax = Math.max(...xs);
     const x = (v) => left + (xMax === xMin ? plotW / 2 : ((v - xMin) * plotW) / (xMax - xMin));
     const y = (v) => top + plotH - v * plotH;
     const svg = s("svg", { viewBox: `0 0 ${w} ${hgt}`, role: "img" });
-    if (band) svg.append(s("rect", { class: "band", x: left, width: plotW, y: y(band[1]), height: y(band[0]) - y(band[1]) }, s("title", {}, `band ${band[0]}–${band[1]}`)));
+    if (band)
+      svg.append(
+        s(
+          "rect",
+          { class: "band", x: left, width: plotW, y: y(band[1]), height: y(band[0]) - y(band[1]) },
+          s("title", {}, `band ${band[0]}–${band[1]}`),
+        ),
+      );
     for (let i = 0; i <= 4; i++) {
       const yy = y(i / 4);
-      svg.append(s("line", { class: "gridline", x1: left, x2: w - right, y1: yy, y2: yy }), s("text", { x: left - 5, y: yy + 4, "text-anchor": "end" }, fmt(i / 4, 2)));
+      svg.append(
+        s("line", { class: "gridline", x1: left, x2: w - right, y1: yy, y2: yy }),
+        s("text", { x: left - 5, y: yy + 4, "text-anchor": "end" }, fmt(i / 4, 2)),
+      );
     }
-    if (target !== undefined && target !== null) svg.append(s("line", { class: "axis", "stroke-dasharray": "4 3", x1: left, x2: w - right, y1: y(target), y2: y(target) }, s("title", {}, `target ${target}`)));
+    if (target !== undefined && target !== null)
+      svg.append(
+        s(
+          "line",
+          { class: "axis", "stroke-dasharray": "4 3", x1: left, x2: w - right, y1: y(target), y2: y(target) },
+          s("title", {}, `target ${target}`),
+        ),
+      );
     for (const v of xs) svg.append(s("text", { x: x(v), y: top + plotH + 15, "text-anchor": "middle" }, String(v)));
     series.forEach((line, i) => {
       const cls = `s${i % 6}`;
       const pts = line.points.filter((p) => p[1] !== null && p[1] !== undefined);
-      if (pts.length > 1) svg.append(s("polyline", { class: `line ${cls}`, points: pts.map((p) => `${x(p[0])},${y(p[1])}`).join(" ") }));
-      for (const p of pts) svg.append(s("circle", { class: cls, cx: x(p[0]), cy: y(p[1]), r: 3.5 }, s("title", {}, `${line.name}, ${p[0]}: ${fmt(p[1])}${p[2] ? ` (${p[2]})` : ""}`)));
+      if (pts.length > 1)
+        svg.append(s("polyline", { class: `line ${cls}`, points: pts.map((p) => `${x(p[0])},${y(p[1])}`).join(" ") }));
+      for (const p of pts)
+        svg.append(
+          s(
+            "circle",
+            { class: cls, cx: x(p[0]), cy: y(p[1]), r: 3.5 },
+            s("title", {}, `${line.name}, ${p[0]}: ${fmt(p[1])}${p[2] ? ` (${p[2]})` : ""}`),
+          ),
+        );
     });
-    svg.append(s("line", { class: "axis", x1: left, x2: w - right, y1: top + plotH, y2: top + plotH }), s("line", { class: "axis", x1: left, x2: left, y1: top, y2: top + plotH }));
+    svg.append(
+      s("line", { class: "axis", x1: left, x2: w - right, y1: top + plotH, y2: top + plotH }),
+      s("line", { class: "axis", x1: left, x2: left, y1: top, y2: top + plotH }),
+    );
     if (xTitle) svg.append(s("text", { x: left + plotW / 2, y: hgt - 4, "text-anchor": "middle" }, xTitle));
-    if (yTitle) svg.append(s("text", { x: 12, y: top + plotH / 2, "text-anchor": "middle", transform: `rotate(-90 12 ${top + plotH / 2})` }, yTitle));
+    if (yTitle)
+      svg.append(
+        s(
+          "text",
+          { x: 12, y: top + plotH / 2, "text-anchor": "middle", transform: `rotate(-90 12 ${top + plotH / 2})` },
+          yTitle,
+        ),
+      );
     return [svg, legendRow(series.map((line, i) => [line.name, `s${i % 6}`]))];
   }
 
   function legendRow(items) {
-    return h("div", { class: "legend" }, items.map(([name, cls]) => h("span", {}, h("i", { class: cls }), name)));
+    return h(
+      "div",
+      { class: "legend" },
+      items.map(([name, cls]) => h("span", {}, h("i", { class: cls }), name)),
+    );
   }
 
   function chartBox(id, title, body, note) {
-    return h("section", { class: "chart", id }, h("h3", {}, title), body, note ? h("div", { class: "note" }, note) : null);
+    return h(
+      "section",
+      { class: "chart", id },
+      h("h3", {}, title),
+      body,
+      note ? h("div", { class: "note" }, note) : null,
+    );
   }
 
   function comb(n, k) {
@@ -607,32 +939,58 @@
     const scored = items.filter((e) => e.reward !== null);
     const bins = Array.from({ length: 11 }, (_, i) => ({ label: i === 10 ? "1" : i === 0 ? "0" : `.${i}`, n: 0 }));
     for (const e of scored) bins[Math.min(10, Math.floor(e.reward * 10 + 1e-9))].n += 1;
-    const bars = bins.map((b, i) => ({ label: b.label, segments: [{ value: b.n, cls: i === 10 ? "ok" : i === 0 ? "bad" : "", title: `${b.label}: ${b.n} episodes` }] }));
+    const bars = bins.map((b, i) => ({
+      label: b.label,
+      segments: [{ value: b.n, cls: i === 10 ? "ok" : i === 0 ? "bad" : "", title: `${b.label}: ${b.n} episodes` }],
+    }));
     const left = items.length - scored.length;
-    return chartBox("chart-reward", "Reward distribution", barChart({ bars, whole: true, xTitle: "final reward (bins of 0.1 from the value shown; 1: every check true)", yTitle: "episodes" }),
-      `${count(scored.length, "scored episode")}${left ? `; ${left} without a reward left out` : ""}.`);
+    return chartBox(
+      "chart-reward",
+      "Reward distribution",
+      barChart({
+        bars,
+        whole: true,
+        xTitle: "final reward (bins of 0.1 from the value shown; 1: every check true)",
+        yTitle: "episodes",
+      }),
+      `${count(scored.length, "scored episode")}${left ? `; ${left} without a reward left out` : ""}.`,
+    );
   }
 
   function passkChart(items) {
     const modes = [...new Set(items.map((e) => e.mode))].sort();
     const series = [{ name: "all", points: passHatK(items) }];
-    if (modes.length > 1) for (const m of modes) series.push({ name: `${m} mode`, points: passHatK(items.filter((e) => e.mode === m)) });
+    if (modes.length > 1)
+      for (const m of modes) series.push({ name: `${m} mode`, points: passHatK(items.filter((e) => e.mode === m)) });
     const ks = [...new Set(series.flatMap((line) => line.points.map((p) => p[0])))].sort((a, b) => a - b);
     if (!ks.length) return chartBox("chart-passk", "pass^k", h("p", { class: "muted" }, "No scored episode."));
-    return chartBox("chart-passk", "pass^k", lineChart({ series, xs: ks, xTitle: "k (episodes of one scenario, all solved)", yTitle: "pass^k" }),
-      "Per scenario and mode: C(solved, k) / C(episodes, k), averaged over scenarios with at least k episodes.");
+    return chartBox(
+      "chart-passk",
+      "pass^k",
+      lineChart({ series, xs: ks, xTitle: "k (episodes of one scenario, all solved)", yTitle: "pass^k" }),
+      "Per scenario and mode: C(solved, k) / C(episodes, k), averaged over scenarios with at least k episodes.",
+    );
   }
 
   function difficultyChart(items, params, redraw) {
     const dims = new Set();
-    for (const scenario of SCENARIOS.values()) if (scenario.difficulty) for (const [key, v] of Object.entries(scenario.difficulty)) if (typeof v === "number" && Number.isInteger(v)) dims.add(key);
-    if (!dims.size) return chartBox("chart-difficulty", "Pass rate by difficulty level", h("p", { class: "muted" }, "No scenario here records a difficulty."));
+    for (const scenario of SCENARIOS.values())
+      if (scenario.difficulty)
+        for (const [key, v] of Object.entries(scenario.difficulty))
+          if (typeof v === "number" && Number.isInteger(v)) dims.add(key);
+    if (!dims.size)
+      return chartBox(
+        "chart-difficulty",
+        "Pass rate by difficulty level",
+        h("p", { class: "muted" }, "No scenario here records a difficulty."),
+      );
     const dimList = [...dims].sort();
     const dim = dims.has(params.get("level")) ? params.get("level") : dims.has("calls") ? "calls" : dimList[0];
     const groups = new Map();
     for (const e of items) {
       const scenario = SCENARIOS.get(e.scen);
-      if (e.reward === null || !scenario || !scenario.difficulty || typeof scenario.difficulty[dim] !== "number") continue;
+      if (e.reward === null || !scenario || !scenario.difficulty || typeof scenario.difficulty[dim] !== "number")
+        continue;
       const g = groups.get(scenario.difficulty[dim]) || { n: 0, solved: 0, scenarios: new Set() };
       g.n += 1;
       g.solved += e.solved ? 1 : 0;
@@ -640,55 +998,126 @@
       groups.set(scenario.difficulty[dim], g);
     }
     const levels = [...groups.keys()].sort((a, b) => a - b);
-    const picker = h("select", { name: "level", onchange: () => { params.set("level", picker.value); redraw(); } },
-      dimList.map((d) => h("option", { value: d, selected: d === dim }, d)));
+    const picker = h(
+      "select",
+      {
+        name: "level",
+        onchange: () => {
+          params.set("level", picker.value);
+          redraw();
+        },
+      },
+      dimList.map((d) => h("option", { value: d, selected: d === dim }, d)),
+    );
     const bars = levels.map((level) => {
       const g = groups.get(level);
-      return { label: String(level), note: `${g.solved}/${g.n}`, segments: [{ value: g.solved / g.n, title: `${dim} = ${level}: ${g.solved} of ${g.n} episodes solved (${g.scenarios.size} scenarios)` }] };
+      return {
+        label: String(level),
+        note: `${g.solved}/${g.n}`,
+        segments: [
+          {
+            value: g.solved / g.n,
+            title: `${dim} = ${level}: ${g.solved} of ${g.n} episodes solved (${g.scenarios.size} scenarios)`,
+          },
+        ],
+      };
     });
-    const body = levels.length ? barChart({ bars, yMax: 1, yFormat: (v) => fmt(v, 2), xTitle: `difficulty: ${dim}`, yTitle: "episodes solved" })
+    const body = levels.length
+      ? barChart({ bars, yMax: 1, yFormat: (v) => fmt(v, 2), xTitle: `difficulty: ${dim}`, yTitle: "episodes solved" })
       : h("p", { class: "muted" }, "No scored episode of a scenario with a difficulty.");
-    return chartBox("chart-difficulty", "Pass rate by difficulty level", [h("label", { class: "muted" }, "level by ", picker), body],
-      "Share of scored episodes solved, per level of the scenario's difficulty; the label is solved/episodes.");
+    return chartBox(
+      "chart-difficulty",
+      "Pass rate by difficulty level",
+      [h("label", { class: "muted" }, "level by ", picker), body],
+      "Share of scored episodes solved, per level of the scenario's difficulty; the label is solved/episodes.",
+    );
   }
 
   function toolChart(items) {
     const perTool = new Map();
-    for (const e of items) for (const [tool, [calls, errors]] of Object.entries(e.tools)) {
-      const t = perTool.get(tool) || [0, 0];
-      t[0] += calls;
-      t[1] += errors;
-      perTool.set(tool, t);
-    }
+    for (const e of items)
+      for (const [tool, [calls, errors]] of Object.entries(e.tools)) {
+        const t = perTool.get(tool) || [0, 0];
+        t[0] += calls;
+        t[1] += errors;
+        perTool.set(tool, t);
+      }
     const top = [...perTool.entries()].sort((a, b) => b[1][0] - a[1][0]).slice(0, 24);
     if (!top.length) return chartBox("chart-tools", "Tool calls", h("p", { class: "muted" }, "No tool call."));
-    const bars = top.map(([tool, [calls, errors]]) => ({ label: tool, note: fmt(calls), segments: [
-      { value: calls - errors, cls: "ok", title: `${tool}: ${calls - errors} succeeded` },
-      { value: errors, cls: "bad", title: `${tool}: ${errors} failed` }] }));
-    return chartBox("chart-tools", "Tool calls", barChart({ bars, whole: true, yTitle: "calls", legend: [["succeeded", "ok"], ["failed", "bad"]] }),
-      perTool.size > top.length ? `The ${top.length} most called of ${perTool.size} tools.` : null);
+    const bars = top.map(([tool, [calls, errors]]) => ({
+      label: tool,
+      note: fmt(calls),
+      segments: [
+        { value: calls - errors, cls: "ok", title: `${tool}: ${calls - errors} succeeded` },
+        { value: errors, cls: "bad", title: `${tool}: ${errors} failed` },
+      ],
+    }));
+    return chartBox(
+      "chart-tools",
+      "Tool calls",
+      barChart({
+        bars,
+        whole: true,
+        yTitle: "calls",
+        legend: [
+          ["succeeded", "ok"],
+          ["failed", "bad"],
+        ],
+      }),
+      perTool.size > top.length ? `The ${top.length} most called of ${perTool.size} tools.` : null,
+    );
   }
 
   function errorChart(items) {
     const types = new Map();
-    for (const e of items) for (const [type, n] of Object.entries(e.error_types)) types.set(type, (types.get(type) || 0) + n);
+    for (const e of items)
+      for (const [type, n] of Object.entries(e.error_types)) types.set(type, (types.get(type) || 0) + n);
     const calls = items.reduce((a, e) => a + e.calls, 0);
-    const bars = [...types.entries()].sort((a, b) => b[1] - a[1]).map(([type, n]) => ({ label: type, segments: [{ value: n, cls: "bad", title: `${type}: ${n}` }] }));
-    if (!bars.length) return chartBox("chart-errors", "Tool errors by type", h("p", { class: "muted" }, `No failed call among ${count(calls, "call")}.`));
+    const bars = [...types.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .map(([type, n]) => ({ label: type, segments: [{ value: n, cls: "bad", title: `${type}: ${n}` }] }));
+    if (!bars.length)
+      return chartBox(
+        "chart-errors",
+        "Tool errors by type",
+        h("p", { class: "muted" }, `No failed call among ${count(calls, "call")}.`),
+      );
     const failed = bars.reduce((a, b) => a + b.segments[0].value, 0);
-    return chartBox("chart-errors", "Tool errors by type", barChart({ bars, whole: true, yTitle: "failed calls" }),
-      `${fmt(failed)} of ${count(calls, "call")} failed (${pct(failed / Math.max(1, calls))}).`);
+    return chartBox(
+      "chart-errors",
+      "Tool errors by type",
+      barChart({ bars, whole: true, yTitle: "failed calls" }),
+      `${fmt(failed)} of ${count(calls, "call")} failed (${pct(failed / Math.max(1, calls))}).`,
+    );
   }
 
   function callsPerEpisodeChart(items) {
-    const counts = tally(items.map((e) => e.calls)).map(([n, c]) => [Number(n), c]).sort((a, b) => a[0] - b[0]);
-    const bars = counts.map(([n, c]) => ({ label: String(n), segments: [{ value: c, title: `${c} episodes with ${n} calls` }] }));
-    return chartBox("chart-calls", "Tool calls per episode", bars.length ? barChart({ bars, whole: true, xTitle: "calls in the episode", yTitle: "episodes" }) : h("p", { class: "muted" }, "No episode."));
+    const counts = tally(items.map((e) => e.calls))
+      .map(([n, c]) => [Number(n), c])
+      .sort((a, b) => a[0] - b[0]);
+    const bars = counts.map(([n, c]) => ({
+      label: String(n),
+      segments: [{ value: c, title: `${c} episodes with ${n} calls` }],
+    }));
+    return chartBox(
+      "chart-calls",
+      "Tool calls per episode",
+      bars.length
+        ? barChart({ bars, whole: true, xTitle: "calls in the episode", yTitle: "episodes" })
+        : h("p", { class: "muted" }, "No episode."),
+    );
   }
 
   function terminationChart(items) {
-    const bars = tally(items.map((e) => e.term)).map(([term, n]) => ({ label: term, segments: [{ value: n, title: `${term}: ${n}` }] }));
-    return chartBox("chart-terminations", "How episodes ended", bars.length ? barChart({ bars, whole: true, yTitle: "episodes" }) : h("p", { class: "muted" }, "No episode."));
+    const bars = tally(items.map((e) => e.term)).map(([term, n]) => ({
+      label: term,
+      segments: [{ value: n, title: `${term}: ${n}` }],
+    }));
+    return chartBox(
+      "chart-terminations",
+      "How episodes ended",
+      bars.length ? barChart({ bars, whole: true, yTitle: "episodes" }) : h("p", { class: "muted" }, "No episode."),
+    );
   }
 
   function arenaChart() {
@@ -696,13 +1125,34 @@
     if (!arena || !Array.isArray(arena.rounds) || !arena.rounds.length) return null;
     const series = arena.rounds.map((r, i) => ({
       name: `round ${r.round !== undefined ? r.round : i + 1}${r.chosen && r.chosen.calls !== undefined ? ` (chose ${r.chosen.calls})` : ""}`,
-      points: (r.levels || []).map((l) => [l.calls, l.pass_rate, `${l.episodes !== undefined ? l.episodes : "?"} episodes, ${l.scenarios !== undefined ? l.scenarios : "?"} scenarios`]),
+      points: (r.levels || []).map((l) => [
+        l.calls,
+        l.pass_rate,
+        `${l.episodes !== undefined ? l.episodes : "?"} episodes, ${l.scenarios !== undefined ? l.scenarios : "?"} scenarios`,
+      ]),
     }));
-    const xs = [...new Set(series.flatMap((line) => line.points.map((p) => p[0])))].filter((v) => typeof v === "number").sort((a, b) => a - b);
-    if (!xs.length) return chartBox("chart-arena", "Arena: pass rate per level, each round", h("p", { class: "muted" }, "The arena report has no levels."));
-    return chartBox("chart-arena", "Arena: pass rate per level, each round",
-      lineChart({ series, xs, xTitle: "difficulty level (state-changing calls)", yTitle: "pass rate", band: Array.isArray(arena.band) ? arena.band : null, target: arena.target_pass }),
-      "From arena_report.json; the shaded band is the curriculum's pass-rate band, the dashed line its target.");
+    const xs = [...new Set(series.flatMap((line) => line.points.map((p) => p[0])))]
+      .filter((v) => typeof v === "number")
+      .sort((a, b) => a - b);
+    if (!xs.length)
+      return chartBox(
+        "chart-arena",
+        "Arena: pass rate per level, each round",
+        h("p", { class: "muted" }, "The arena report has no levels."),
+      );
+    return chartBox(
+      "chart-arena",
+      "Arena: pass rate per level, each round",
+      lineChart({
+        series,
+        xs,
+        xTitle: "difficulty level (state-changing calls)",
+        yTitle: "pass rate",
+        band: Array.isArray(arena.band) ? arena.band : null,
+        target: arena.target_pass,
+      }),
+      "From arena_report.json; the shaded band is the curriculum's pass-rate band, the dashed line its target.",
+    );
   }
 
   function failingChecks(items) {
@@ -717,22 +1167,49 @@
         perCheck.set(key, c);
       });
     }
-    const rows = [...perCheck.values()].filter((c) => c.f + c.err > 0).sort((a, b) => b.f + b.err - (a.f + a.err) || (b.f + b.err) / b.n - (a.f + a.err) / a.n).slice(0, 15);
+    const rows = [...perCheck.values()]
+      .filter((c) => c.f + c.err > 0)
+      .sort((a, b) => b.f + b.err - (a.f + a.err) || (b.f + b.err) / b.n - (a.f + a.err) / a.n)
+      .slice(0, 15);
     const body = rows.length
-      ? table(["scenario", "check", "episodes", "false", "error", "fail rate"], rows.map((c) => [
-        h("a", { href: hash("scenario", c.scen) }, c.scen),
-        ((INDEX.check_items[c.scen] || [])[c.i]) || `check ${c.i + 1}`, c.n, c.f, c.err, pct((c.f + c.err) / c.n)]), [2, 3, 4, 5])
+      ? table(
+          ["scenario", "check", "episodes", "false", "error", "fail rate"],
+          rows.map((c) => [
+            h("a", { href: hash("scenario", c.scen) }, c.scen),
+            (INDEX.check_items[c.scen] || [])[c.i] || `check ${c.i + 1}`,
+            c.n,
+            c.f,
+            c.err,
+            pct((c.f + c.err) / c.n),
+          ]),
+          [2, 3, 4, 5],
+        )
       : h("p", { class: "muted" }, "No check failed.");
     return h("section", { class: "chart", id: "failing-checks" }, h("h3", {}, "Checks that fail most often"), body);
   }
 
   function drawCharts(params, grid, redraw) {
     const items = filtered(params);
-    fill(grid, 
-      h("div", { class: "summary-line", id: "chart-count" }, `Over ${count(items.length, "episode")} of ${EPISODES.length.toLocaleString("en")} · `,
-        h("a", { href: hash("episodes", null, filterQuery(params)) }, "list them")),
-      h("div", { class: "charts" }, rewardChart(items), passkChart(items), difficultyChart(items, params, redraw), arenaChart(),
-        toolChart(items), errorChart(items), callsPerEpisodeChart(items), terminationChart(items)),
+    fill(
+      grid,
+      h(
+        "div",
+        { class: "summary-line", id: "chart-count" },
+        `Over ${count(items.length, "episode")} of ${EPISODES.length.toLocaleString("en")} · `,
+        h("a", { href: hash("episodes", null, filterQuery(params)) }, "list them"),
+      ),
+      h(
+        "div",
+        { class: "charts" },
+        rewardChart(items),
+        passkChart(items),
+        difficultyChart(items, params, redraw),
+        arenaChart(),
+        toolChart(items),
+        errorChart(items),
+        callsPerEpisodeChart(items),
+        terminationChart(items),
+      ),
       failingChecks(items),
     );
   }
@@ -745,12 +1222,17 @@
 
   function difficultyText(d) {
     if (!d) return "–";
-    return Object.entries(d).filter(([, v]) => typeof v === "number" && Number.isInteger(v)).map(([k, v]) => `${k} ${v}`).join(" · ");
+    return Object.entries(d)
+      .filter(([, v]) => typeof v === "number" && Number.isInteger(v))
+      .map(([k, v]) => `${k} ${v}`)
+      .join(" · ");
   }
 
   function proofText(p) {
     if (!p) return "–";
-    const mutants = p.mutants.length ? `mutants ≤ ${fmt(Math.max(...p.mutants), 2)} (${p.mutants.length})` : "no mutants";
+    const mutants = p.mutants.length
+      ? `mutants ≤ ${fmt(Math.max(...p.mutants), 2)} (${p.mutants.length})`
+      : "no mutants";
     return `${p.proven ? "proven" : "not proven"} · reference ${fmt(p.reference, 2)} · null ${fmt(p.null, 2)} · ${mutants}`;
   }
 
@@ -763,45 +1245,115 @@
       st.solved += e.solved ? 1 : 0;
       stats.set(e.scen, st);
     }
-    const rate = (sc) => { const st = stats.get(sc.id); return st ? st.solved / st.n : null; };
+    const rate = (sc) => {
+      const st = stats.get(sc.id);
+      return st ? st.solved / st.n : null;
+    };
     const columns = [
       { key: "id", label: "scenario", width: "minmax(140px, 1.6fr)", sort: (sc) => sc.id, cell: (sc) => sc.id },
       { key: "env", label: "environment", width: "minmax(80px, 1fr)", sort: (sc) => sc.env, cell: (sc) => sc.env },
-      { key: "status", label: "status", width: "70px", sort: (sc) => sc.status, cell: (sc) => h("span", { class: sc.status === "proven" ? "ok" : sc.status === "dropped" ? "bad" : null }, sc.status) },
-      { key: "difficulty", label: "difficulty", width: "minmax(90px, 1.2fr)", sort: (sc) => (sc.difficulty ? sc.difficulty.calls : null), cell: (sc) => difficultyText(sc.difficulty) },
-      { key: "generated", label: "gen. pass rate", width: "100px", num: true, sort: (sc) => (sc.agent_pass_rate ? sc.agent_pass_rate.pass_rate : null),
-        cell: (sc) => (sc.agent_pass_rate && sc.agent_pass_rate.pass_rate !== null ? `${fmt(sc.agent_pass_rate.pass_rate, 2)} (${sc.agent_pass_rate.samples})` : "–") },
-      { key: "measured", label: "pass rate here", width: "100px", num: true, sort: rate, cell: (sc) => { const st = stats.get(sc.id); return st ? `${st.solved}/${st.n} (${pct(st.solved / st.n)})` : "–"; } },
-      { key: "task", label: "task", width: "minmax(200px, 4fr)", sort: (sc) => sc.task, cell: (sc) => sc.task, title: (sc) => sc.task },
+      {
+        key: "status",
+        label: "status",
+        width: "70px",
+        sort: (sc) => sc.status,
+        cell: (sc) =>
+          h("span", { class: sc.status === "proven" ? "ok" : sc.status === "dropped" ? "bad" : null }, sc.status),
+      },
+      {
+        key: "difficulty",
+        label: "difficulty",
+        width: "minmax(90px, 1.2fr)",
+        sort: (sc) => (sc.difficulty ? sc.difficulty.calls : null),
+        cell: (sc) => difficultyText(sc.difficulty),
+      },
+      {
+        key: "generated",
+        label: "gen. pass rate",
+        width: "100px",
+        num: true,
+        sort: (sc) => (sc.agent_pass_rate ? sc.agent_pass_rate.pass_rate : null),
+        cell: (sc) =>
+          sc.agent_pass_rate && sc.agent_pass_rate.pass_rate !== null
+            ? `${fmt(sc.agent_pass_rate.pass_rate, 2)} (${sc.agent_pass_rate.samples})`
+            : "–",
+      },
+      {
+        key: "measured",
+        label: "pass rate here",
+        width: "100px",
+        num: true,
+        sort: rate,
+        cell: (sc) => {
+          const st = stats.get(sc.id);
+          return st ? `${st.solved}/${st.n} (${pct(st.solved / st.n)})` : "–";
+        },
+      },
+      {
+        key: "task",
+        label: "task",
+        width: "minmax(200px, 4fr)",
+        sort: (sc) => sc.task,
+        cell: (sc) => sc.task,
+        title: (sc) => sc.task,
+      },
     ];
     const params = route.params;
     const sortState = { key: params.get("sort") || "", desc: params.get("desc") === "1" };
     const query = (params.get("q") || "").toLowerCase();
-    const found = INDEX.scenarios.filter((sc) => !query || `${sc.id}\n${sc.env}\n${sc.task}`.toLowerCase().includes(query));
+    const found = INDEX.scenarios.filter(
+      (sc) => !query || `${sc.id}\n${sc.env}\n${sc.task}`.toLowerCase().includes(query),
+    );
     const items = sortItems(found, columns, sortState);
     const onSort = (key) => {
       if (params.get("sort") === key) params.set("desc", params.get("desc") === "1" ? "0" : "1");
-      else { params.set("sort", key); params.set("desc", "0"); }
+      else {
+        params.set("sort", key);
+        params.set("desc", "0");
+      }
       location.hash = hash("scenarios", null, params);
     };
-    const search = h("input", { type: "search", name: "q", value: params.get("q") || "", onchange: () => {
-      if (search.value) params.set("q", search.value); else params.delete("q");
-      location.hash = hash("scenarios", null, params);
-    } });
+    const search = h("input", {
+      type: "search",
+      name: "q",
+      value: params.get("q") || "",
+      onchange: () => {
+        if (search.value) params.set("q", search.value);
+        else params.delete("q");
+        location.hash = hash("scenarios", null, params);
+      },
+    });
     const list = virtualList(items, columns, (sc) => hash("scenario", sc.id, params), sortState, onSort);
-    const byStatus = tally(INDEX.scenarios.map((sc) => sc.status)).map(([st, n]) => `${n.toLocaleString("en")} ${st}`).join(", ");
-    show(h("h1", {}, "Scenarios"),
+    const byStatus = tally(INDEX.scenarios.map((sc) => sc.status))
+      .map(([st, n]) => `${n.toLocaleString("en")} ${st}`)
+      .join(", ");
+    show(
+      h("h1", {}, "Scenarios"),
       h("div", { class: "filters" }, h("label", {}, "id, environment or task contains", search)),
-      h("p", { class: "summary-line", id: "scenario-count" }, `${count(items.length, "scenario")} of ${INDEX.scenarios.length.toLocaleString("en")}${byStatus ? ` (${byStatus})` : ""}. "Pass rate here" counts the scored episodes of this run.`));
-    if (!INDEX.scenarios.length) { show(h("p", { class: "muted" }, "No scenarios were read (see Problems).")); return; }
-    if (!items.length) { show(h("p", { class: "muted" }, "No scenario matches.")); return; }
+      h(
+        "p",
+        { class: "summary-line", id: "scenario-count" },
+        `${count(items.length, "scenario")} of ${INDEX.scenarios.length.toLocaleString("en")}${byStatus ? ` (${byStatus})` : ""}. "Pass rate here" counts the scored episodes of this run.`,
+      ),
+    );
+    if (!INDEX.scenarios.length) {
+      show(h("p", { class: "muted" }, "No scenarios were read (see Problems)."));
+      return;
+    }
+    if (!items.length) {
+      show(h("p", { class: "muted" }, "No scenario matches."));
+      return;
+    }
     show(list.el);
     list.draw();
   }
 
   async function scenarioPage(route, token) {
     const sc = SCENARIOS.get(route.arg);
-    if (!sc) { show(h("h1", {}, "Scenario not found"), h("p", {}, `No scenario ${route.arg} was read.`)); return; }
+    if (!sc) {
+      show(h("h1", {}, "Scenario not found"), h("p", {}, `No scenario ${route.arg} was read.`));
+      return;
+    }
     const st = measured(sc.id);
     const modes = tally(EPISODES.filter((e) => e.scen === sc.id && e.reward !== null).map((e) => e.mode));
     const body = h("div", {}, h("p", { class: "muted" }, "Loading…"));
@@ -813,39 +1365,99 @@
         ["status", sc.status],
         ["difficulty", difficultyText(sc.difficulty)],
         ["proof", proofText(sc.proof)],
-        ["pass rate at generation", sc.agent_pass_rate && sc.agent_pass_rate.pass_rate !== null ? `${fmt(sc.agent_pass_rate.pass_rate, 2)} over ${sc.agent_pass_rate.samples} episodes` : "–"],
-        ["pass rate here", st.n ? [`${st.solved} of ${st.n} (${pct(st.solved / st.n)})`, modes.length > 1 ? ` · ${modes.map(([m, n]) => `${m} ${n}`).join(", ")}` : "", " · ",
-          h("a", { href: hash("episodes", null, new URLSearchParams({ scen: sc.id })) }, "its episodes")] : "no scored episode"],
+        [
+          "pass rate at generation",
+          sc.agent_pass_rate && sc.agent_pass_rate.pass_rate !== null
+            ? `${fmt(sc.agent_pass_rate.pass_rate, 2)} over ${sc.agent_pass_rate.samples} episodes`
+            : "–",
+        ],
+        [
+          "pass rate here",
+          st.n
+            ? [
+                `${st.solved} of ${st.n} (${pct(st.solved / st.n)})`,
+                modes.length > 1 ? ` · ${modes.map(([m, n]) => `${m} ${n}`).join(", ")}` : "",
+                " · ",
+                h("a", { href: hash("episodes", null, new URLSearchParams({ scen: sc.id })) }, "its episodes"),
+              ]
+            : "no scored episode",
+        ],
         ["read from", h("span", { class: "mono" }, sc.where)],
       ]),
-      h("h2", {}, "Task"), h("div", { class: "msg user" }, h("div", { class: "text" }, sc.task || "–")),
+      h("h2", {}, "Task"),
+      h("div", { class: "msg user" }, h("div", { class: "text" }, sc.task || "–")),
       body,
     );
     let d;
-    try { d = await record("s", sc.k); } catch (err) {
+    try {
+      d = await record("s", sc.k);
+    } catch (err) {
       if (token === renderToken) fill(body, h("p", { class: "bad" }, `Could not load the scenario: ${err.message}`));
       return;
     }
     if (token !== renderToken) return;
     const v = d.validation;
-    fill(body, 
+    fill(
+      body,
       h("h2", {}, "Checklist"),
-      h("ul", { class: "checks" }, d.checklist.map((c) => h("li", {}, c.item, fold("checker code", pre(c.code))))),
+      h(
+        "ul",
+        { class: "checks" },
+        d.checklist.map((c) => h("li", {}, c.item, fold("checker code", pre(c.code)))),
+      ),
       h("h2", {}, "Reference solution"),
-      d.reference_solution.length ? h("ol", {}, d.reference_solution.map((c) => h("li", { class: "mono" }, `${c.name}(${JSON.stringify(c.arguments)})`))) : h("p", { class: "muted" }, "none"),
+      d.reference_solution.length
+        ? h(
+            "ol",
+            {},
+            d.reference_solution.map((c) => h("li", { class: "mono" }, `${c.name}(${JSON.stringify(c.arguments)})`)),
+          )
+        : h("p", { class: "muted" }, "none"),
       h("h2", {}, "Proof"),
-      v ? [kv([
-        ["proven", v.proven ? "yes" : "no"],
-        ["reference reward", fmt(v.reference_reward)],
-        ["null agent reward", fmt(v.null_reward)],
-        ["mutant rewards", v.mutant_rewards.length ? v.mutant_rewards.map((r) => fmt(r, 2)).join(", ") : "–"],
-        v.collateral ? ["collateral probe", collateralText(v.collateral)] : null,
-        ["reasons", v.reasons.length ? v.reasons.join("; ") : "–"],
-      ]), v.mutants.length ? fold(`${count(v.mutants.length, "mutant")}`, pre(v.mutants)) : null] : h("p", { class: "muted" }, "No validation recorded."),
-      d.lookups.length ? [h("h2", {}, "Ids the request leaves out"), table(["record", "named by", "query tool"], d.lookups.map((l) => [`${l.container}/${l.key}`, `${l.field} = ${l.value}`, l.tool]))] : null,
-      d.state_warnings.length ? [h("h2", {}, "Rules the initial state breaks"), h("ul", {}, d.state_warnings.map((w) => h("li", {}, w)))] : null,
-      d.task_notes.length ? [h("h2", {}, "Notes on earlier task drafts"), h("ul", {}, d.task_notes.map((w) => h("li", {}, w)))] : null,
-      h("h2", {}, "Initial state"), fold("init_config", pre(d.init_config)),
+      v
+        ? [
+            kv([
+              ["proven", v.proven ? "yes" : "no"],
+              ["reference reward", fmt(v.reference_reward)],
+              ["null agent reward", fmt(v.null_reward)],
+              ["mutant rewards", v.mutant_rewards.length ? v.mutant_rewards.map((r) => fmt(r, 2)).join(", ") : "–"],
+              v.collateral ? ["collateral probe", collateralText(v.collateral)] : null,
+              ["reasons", v.reasons.length ? v.reasons.join("; ") : "–"],
+            ]),
+            v.mutants.length ? fold(`${count(v.mutants.length, "mutant")}`, pre(v.mutants)) : null,
+          ]
+        : h("p", { class: "muted" }, "No validation recorded."),
+      d.lookups.length
+        ? [
+            h("h2", {}, "Ids the request leaves out"),
+            table(
+              ["record", "named by", "query tool"],
+              d.lookups.map((l) => [`${l.container}/${l.key}`, `${l.field} = ${l.value}`, l.tool]),
+            ),
+          ]
+        : null,
+      d.state_warnings.length
+        ? [
+            h("h2", {}, "Rules the initial state breaks"),
+            h(
+              "ul",
+              {},
+              d.state_warnings.map((w) => h("li", {}, w)),
+            ),
+          ]
+        : null,
+      d.task_notes.length
+        ? [
+            h("h2", {}, "Notes on earlier task drafts"),
+            h(
+              "ul",
+              {},
+              d.task_notes.map((w) => h("li", {}, w)),
+            ),
+          ]
+        : null,
+      h("h2", {}, "Initial state"),
+      fold("init_config", pre(d.init_config)),
     );
   }
 
@@ -862,14 +1474,29 @@
   // ------------------------------------------------------------------ pages: environments
   function envsPage() {
     show(h("h1", {}, "Environments"));
-    if (!INDEX.envs.length) { show(h("p", { class: "muted" }, "No environments were read (see Problems).")); return; }
+    if (!INDEX.envs.length) {
+      show(h("p", { class: "muted" }, "No environments were read (see Problems)."));
+      return;
+    }
     const scenarioCount = tally(INDEX.scenarios.map((sc) => sc.env));
     const episodeCount = tally(EPISODES.map((e) => e.env));
     const n = (pairs, id) => (pairs.find((p) => p[0] === id) || [id, 0])[1];
-    show(table(["environment", "class", "status", "tools", "inspection", "scenarios", "episodes", "summary"], INDEX.envs.map((env) => [
-      h("a", { href: hash("env", env.id) }, env.id), env.class,
-      h("span", { class: env.status === "accepted" ? "ok" : env.status === "rejected" ? "bad" : null }, env.status),
-      env.tools, inspectionText(env.inspection), n(scenarioCount, env.id), n(episodeCount, env.id), env.summary]), [3, 5, 6]));
+    show(
+      table(
+        ["environment", "class", "status", "tools", "inspection", "scenarios", "episodes", "summary"],
+        INDEX.envs.map((env) => [
+          h("a", { href: hash("env", env.id) }, env.id),
+          env.class,
+          h("span", { class: env.status === "accepted" ? "ok" : env.status === "rejected" ? "bad" : null }, env.status),
+          env.tools,
+          inspectionText(env.inspection),
+          n(scenarioCount, env.id),
+          n(episodeCount, env.id),
+          env.summary,
+        ]),
+        [3, 5, 6],
+      ),
+    );
   }
 
   function inspectionText(ins) {
@@ -879,33 +1506,92 @@
 
   async function envPage(route, token) {
     const env = ENVS.get(route.arg);
-    if (!env) { show(h("h1", {}, "Environment not found"), h("p", {}, `No environment ${route.arg} was read.`)); return; }
+    if (!env) {
+      show(h("h1", {}, "Environment not found"), h("p", {}, `No environment ${route.arg} was read.`));
+      return;
+    }
     const body = h("div", {}, h("p", { class: "muted" }, "Loading…"));
-    show(h("div", { class: "nav-row" }, h("a", { href: "#/envs" }, "← environments")), h("h1", {}, env.id), kv([
-      ["class", env.class], ["status", env.status], ["inspection", inspectionText(env.inspection)],
-      env.inspection && env.inspection.reason ? ["reason", env.inspection.reason] : null,
-      ["read from", h("span", { class: "mono" }, env.where)],
-      ["scenarios", h("a", { href: "#/scenarios" }, String(INDEX.scenarios.filter((sc) => sc.env === env.id).length))],
-      ["episodes", h("a", { href: hash("episodes", null, new URLSearchParams({ env: env.id })) }, String(EPISODES.filter((e) => e.env === env.id).length))],
-    ]), body);
+    show(
+      h("div", { class: "nav-row" }, h("a", { href: "#/envs" }, "← environments")),
+      h("h1", {}, env.id),
+      kv([
+        ["class", env.class],
+        ["status", env.status],
+        ["inspection", inspectionText(env.inspection)],
+        env.inspection && env.inspection.reason ? ["reason", env.inspection.reason] : null,
+        ["read from", h("span", { class: "mono" }, env.where)],
+        [
+          "scenarios",
+          h("a", { href: "#/scenarios" }, String(INDEX.scenarios.filter((sc) => sc.env === env.id).length)),
+        ],
+        [
+          "episodes",
+          h(
+            "a",
+            { href: hash("episodes", null, new URLSearchParams({ env: env.id })) },
+            String(EPISODES.filter((e) => e.env === env.id).length),
+          ),
+        ],
+      ]),
+      body,
+    );
     let d;
-    try { d = await record("v", env.k); } catch (err) {
+    try {
+      d = await record("v", env.k);
+    } catch (err) {
       if (token === renderToken) fill(body, h("p", { class: "bad" }, `Could not load the environment: ${err.message}`));
       return;
     }
     if (token !== renderToken) return;
     const toolName = (t) => (t.function ? t.function.name : t.name) || "?";
     const toolSpec = (t) => t.function || t;
-    fill(body, 
-      d.introduction ? [h("h2", {}, "Introduction"), h("div", { class: "msg system" }, h("div", { class: "text" }, d.introduction))] : null,
-      h("h2", {}, `Tools (${d.tools.length})`), h("p", { class: "muted" }, `Schemas as ${d.tools_from === "environment record" ? "recorded with the environment" : "offered to the agent in its episodes"}.`),
-      table(["tool", "description", "inspection verdicts", "parameters"], d.tools.map((t) => [
-        h("span", { class: "mono" }, toolName(t)), toolSpec(t).description || "",
-        Object.entries(d.verdicts[toolName(t)] || {}).map(([verdict, n]) => h("span", { class: `pill ${verdict === "Pass" ? "ok" : verdict === "Fail" ? "bad" : "warn"}` }, `${verdict} ${n}`)),
-        fold("schema", pre(toolSpec(t).parameters || {}))])),
-      Object.keys(d.dropped).length ? [h("h2", {}, "Tools dropped at inspection"), table(["tool", "why"], Object.entries(d.dropped).map(([tool, why]) => [tool, why.join(" · ") || "–"]))] : null,
-      d.rules.length ? [h("h2", {}, "Rules"), h("ul", {}, d.rules.map((r) => h("li", {}, r)))] : null,
-      h("h2", {}, "Code"), fold("environment class", pre(d.code)),
+    fill(
+      body,
+      d.introduction
+        ? [h("h2", {}, "Introduction"), h("div", { class: "msg system" }, h("div", { class: "text" }, d.introduction))]
+        : null,
+      h("h2", {}, `Tools (${d.tools.length})`),
+      h(
+        "p",
+        { class: "muted" },
+        `Schemas as ${d.tools_from === "environment record" ? "recorded with the environment" : "offered to the agent in its episodes"}.`,
+      ),
+      table(
+        ["tool", "description", "inspection verdicts", "parameters"],
+        d.tools.map((t) => [
+          h("span", { class: "mono" }, toolName(t)),
+          toolSpec(t).description || "",
+          Object.entries(d.verdicts[toolName(t)] || {}).map(([verdict, n]) =>
+            h(
+              "span",
+              { class: `pill ${verdict === "Pass" ? "ok" : verdict === "Fail" ? "bad" : "warn"}` },
+              `${verdict} ${n}`,
+            ),
+          ),
+          fold("schema", pre(toolSpec(t).parameters || {})),
+        ]),
+      ),
+      Object.keys(d.dropped).length
+        ? [
+            h("h2", {}, "Tools dropped at inspection"),
+            table(
+              ["tool", "why"],
+              Object.entries(d.dropped).map(([tool, why]) => [tool, why.join(" · ") || "–"]),
+            ),
+          ]
+        : null,
+      d.rules.length
+        ? [
+            h("h2", {}, "Rules"),
+            h(
+              "ul",
+              {},
+              d.rules.map((r) => h("li", {}, r)),
+            ),
+          ]
+        : null,
+      h("h2", {}, "Code"),
+      fold("environment class", pre(d.code)),
     );
   }
 
@@ -913,78 +1599,174 @@
   function runPage() {
     const scored = EPISODES.filter((e) => e.reward !== null);
     const solved = scored.filter((e) => e.solved).length;
-    const envStatus = tally(INDEX.envs.map((e) => e.status)).map(([st, n]) => `${n.toLocaleString("en")} ${st}`).join(", ");
-    const scenStatus = tally(INDEX.scenarios.map((sc) => sc.status)).map(([st, n]) => `${n.toLocaleString("en")} ${st}`).join(", ");
+    const envStatus = tally(INDEX.envs.map((e) => e.status))
+      .map(([st, n]) => `${n.toLocaleString("en")} ${st}`)
+      .join(", ");
+    const scenStatus = tally(INDEX.scenarios.map((sc) => sc.status))
+      .map(([st, n]) => `${n.toLocaleString("en")} ${st}`)
+      .join(", ");
     show(
       h("h1", {}, INDEX.title),
-      kv([["folder", h("span", { class: "mono" }, INDEX.root)], ["kind", `${INDEX.layout} folder`], ["read at", INDEX.generated]]),
-      h("div", { class: "cards" },
+      kv([
+        ["folder", h("span", { class: "mono" }, INDEX.root)],
+        ["kind", `${INDEX.layout} folder`],
+        ["read at", INDEX.generated],
+      ]),
+      h(
+        "div",
+        { class: "cards" },
         card("environments", INDEX.envs.length, envStatus),
         card("scenarios", INDEX.scenarios.length, scenStatus),
-        card("episodes", EPISODES.length.toLocaleString("en"), scored.length < EPISODES.length ? `${EPISODES.length - scored.length} without a reward` : null),
+        card(
+          "episodes",
+          EPISODES.length.toLocaleString("en"),
+          scored.length < EPISODES.length ? `${EPISODES.length - scored.length} without a reward` : null,
+        ),
         card("solved", scored.length ? pct(solved / scored.length) : "–", `${solved} of ${scored.length}`),
         card("mean reward", fmt(mean(scored.map((e) => e.reward)))),
-        card("problems", INDEX.problems.length, INDEX.problems.length ? h("a", { href: "#/problems" }, "see them") : "none")),
+        card(
+          "problems",
+          INDEX.problems.length,
+          INDEX.problems.length ? h("a", { href: "#/problems" }, "see them") : "none",
+        ),
+      ),
     );
     const sources = tally(EPISODES.map((e) => e.src));
     if (sources.length) {
-      show(h("h2", {}, "Rollouts"), table(["folder", "episodes", "modes", "solved", "mean reward", "pass^1"], sources.map(([src]) => {
-        const items = EPISODES.filter((e) => e.src === src);
-        const sc = items.filter((e) => e.reward !== null);
-        const p1 = passHatK(items)[0];
-        return [h("a", { href: hash("episodes", null, new URLSearchParams({ src })) }, src || "(this folder)"), items.length,
-          [...new Set(items.map((e) => `${e.mode}/${e.agent_mode}`))].join(", "), `${sc.filter((e) => e.solved).length} of ${sc.length}`,
-          fmt(mean(sc.map((e) => e.reward))), p1 ? fmt(p1[1]) : "–"];
-      }), [1, 4, 5]));
+      show(
+        h("h2", {}, "Rollouts"),
+        table(
+          ["folder", "episodes", "modes", "solved", "mean reward", "pass^1"],
+          sources.map(([src]) => {
+            const items = EPISODES.filter((e) => e.src === src);
+            const sc = items.filter((e) => e.reward !== null);
+            const p1 = passHatK(items)[0];
+            return [
+              h("a", { href: hash("episodes", null, new URLSearchParams({ src })) }, src || "(this folder)"),
+              items.length,
+              [...new Set(items.map((e) => `${e.mode}/${e.agent_mode}`))].join(", "),
+              `${sc.filter((e) => e.solved).length} of ${sc.length}`,
+              fmt(mean(sc.map((e) => e.reward))),
+              p1 ? fmt(p1[1]) : "–",
+            ];
+          }),
+          [1, 4, 5],
+        ),
+      );
     }
     if (INDEX.arena) show(arenaSummary(INDEX.arena));
     for (const [where, manifest] of Object.entries(INDEX.manifests)) show(manifestSection(where, manifest));
-    if (!Object.keys(INDEX.manifests).length) show(h("p", { class: "muted" }, "No manifest.json here: configs, models and LLM usage are not shown."));
+    if (!Object.keys(INDEX.manifests).length)
+      show(h("p", { class: "muted" }, "No manifest.json here: configs, models and LLM usage are not shown."));
   }
 
   function arenaSummary(arena) {
     const rounds = Array.isArray(arena.rounds) ? arena.rounds : [];
-    return [h("h2", {}, "Arena"), kv([
-      ["target pass rate", fmt(arena.target_pass)], ["band", Array.isArray(arena.band) ? arena.band.join(" – ") : "–"],
-      ["rounds", rounds.length],
-      ["chosen levels", rounds.map((r) => (r.chosen && r.chosen.calls !== undefined ? r.chosen.calls : "?")).join(" → ") || "–"],
-    ]), h("p", {}, h("a", { href: "#/charts" }, "the per-round curve is among the charts"))];
+    return [
+      h("h2", {}, "Arena"),
+      kv([
+        ["target pass rate", fmt(arena.target_pass)],
+        ["band", Array.isArray(arena.band) ? arena.band.join(" – ") : "–"],
+        ["rounds", rounds.length],
+        [
+          "chosen levels",
+          rounds.map((r) => (r.chosen && r.chosen.calls !== undefined ? r.chosen.calls : "?")).join(" → ") || "–",
+        ],
+      ]),
+      h("p", {}, h("a", { href: "#/charts" }, "the per-round curve is among the charts")),
+    ];
   }
 
   function manifestSection(where, manifest) {
     const stages = manifest.stages || {};
     const rows = Object.entries(stages).map(([name, st]) => {
       const u = st.llm_total || {};
-      return [name, Object.entries(st.llm_models || {}).map(([role, model]) => `${role}: ${model}`).join(", ") || "–",
-        Object.entries(st.counts || {}).filter(([, v]) => typeof v !== "object").map(([k, v]) => `${k} ${fmt(v)}`).join(" · "),
-        fmt(u.calls || 0), fmt(u.cache_hits || 0), fmt(u.prompt_tokens || 0), fmt(u.completion_tokens || 0), fmt(u.errors || 0), fmt(st.wall_s, 1), st.finished_at || "–"];
+      return [
+        name,
+        Object.entries(st.llm_models || {})
+          .map(([role, model]) => `${role}: ${model}`)
+          .join(", ") || "–",
+        Object.entries(st.counts || {})
+          .filter(([, v]) => typeof v !== "object")
+          .map(([k, v]) => `${k} ${fmt(v)}`)
+          .join(" · "),
+        fmt(u.calls || 0),
+        fmt(u.cache_hits || 0),
+        fmt(u.prompt_tokens || 0),
+        fmt(u.completion_tokens || 0),
+        fmt(u.errors || 0),
+        fmt(st.wall_s, 1),
+        st.finished_at || "–",
+      ];
     });
     const pipeline = manifest.pipeline;
     return [
       h("h2", {}, where === "." ? "Manifest" : `Manifest of ${where}`),
-      pipeline ? kv(Object.entries(pipeline).map(([k, v]) => [k, typeof v === "object" ? JSON.stringify(v) : String(v)])) : null,
-      rows.length ? table(["stage", "models", "counts", "LLM calls", "cache hits", "prompt tokens", "completion tokens", "errors", "wall s", "finished"], rows, [3, 4, 5, 6, 7, 8]) : null,
-      Object.entries(stages).map(([name, st]) => fold(`${name}: config and seeds`, pre({ config: st.config, llm_seeds: st.llm_seeds, sandbox: st.sandbox }))),
+      pipeline
+        ? kv(Object.entries(pipeline).map(([k, v]) => [k, typeof v === "object" ? JSON.stringify(v) : String(v)]))
+        : null,
+      rows.length
+        ? table(
+            [
+              "stage",
+              "models",
+              "counts",
+              "LLM calls",
+              "cache hits",
+              "prompt tokens",
+              "completion tokens",
+              "errors",
+              "wall s",
+              "finished",
+            ],
+            rows,
+            [3, 4, 5, 6, 7, 8],
+          )
+        : null,
+      Object.entries(stages).map(([name, st]) =>
+        fold(`${name}: config and seeds`, pre({ config: st.config, llm_seeds: st.llm_seeds, sandbox: st.sandbox })),
+      ),
       manifest.versions ? fold("package versions", pre(manifest.versions)) : null,
     ];
   }
 
   function problemsPage() {
     show(h("h1", {}, "Problems"));
-    if (!INDEX.problems.length) { show(h("p", {}, "Every file here was read in full.")); return; }
-    show(h("p", {}, "What could not be read or shown; everything else was read."),
-      table(["kind", "where", "what"], INDEX.problems.map((p) => [h("span", { class: "pill bad" }, p.kind.replace(/_/g, " ")), h("span", { class: "mono" }, p.where), p.message])));
+    if (!INDEX.problems.length) {
+      show(h("p", {}, "Every file here was read in full."));
+      return;
+    }
+    show(
+      h("p", {}, "What could not be read or shown; everything else was read."),
+      table(
+        ["kind", "where", "what"],
+        INDEX.problems.map((p) => [
+          h("span", { class: "pill bad" }, p.kind.replace(/_/g, " ")),
+          h("span", { class: "mono" }, p.where),
+          p.message,
+        ]),
+      ),
+    );
   }
 
   function banner() {
     const el = document.getElementById("banner");
     const problems = INDEX.problems;
     if (!problems.length) return;
-    const kinds = tally(problems.map((p) => p.kind.replace(/_/g, " "))).map(([k, n]) => `${n} ${k}`).join(", ");
+    const kinds = tally(problems.map((p) => p.kind.replace(/_/g, " ")))
+      .map(([k, n]) => `${n} ${k}`)
+      .join(", ");
     el.hidden = false;
-    el.append(h("strong", {}, `${count(problems.length, "problem")} reading this run`), ` (${kinds}); the rest was read. `,
+    el.append(
+      h("strong", {}, `${count(problems.length, "problem")} reading this run`),
+      ` (${kinds}); the rest was read. `,
       h("a", { href: "#/problems" }, "all problems"),
-      h("ul", {}, problems.slice(0, 3).map((p) => h("li", {}, h("span", { class: "mono" }, p.where), `: ${p.message}`))));
+      h(
+        "ul",
+        {},
+        problems.slice(0, 3).map((p) => h("li", {}, h("span", { class: "mono" }, p.where), `: ${p.message}`)),
+      ),
+    );
   }
 
   // ------------------------------------------------------------------ routing
@@ -1003,14 +1785,36 @@
     const at = raw.indexOf("?");
     const path = at >= 0 ? raw.slice(0, at) : raw;
     const [page, ...rest] = path.split("/");
-    return { page: page || "run", arg: decodeURIComponent(rest.join("/")), params: new URLSearchParams(at >= 0 ? raw.slice(at + 1) : "") };
+    return {
+      page: page || "run",
+      arg: decodeURIComponent(rest.join("/")),
+      params: new URLSearchParams(at >= 0 ? raw.slice(at + 1) : ""),
+    };
   }
 
   function tabs(active) {
-    const counts = { envs: INDEX.envs.length, scenarios: INDEX.scenarios.length, episodes: EPISODES.length, problems: INDEX.problems.length };
-    document.getElementById("tabs").replaceChildren(...Object.entries(PAGES).map(([name, [label]]) => h("a", {
-      href: `#/${name}`, class: [name === active ? "active" : "", name === "problems" && counts.problems ? "has-problems" : ""].join(" "), id: `tab-${name}`,
-    }, label, counts[name] !== undefined ? ` (${counts[name].toLocaleString("en")})` : "")));
+    const counts = {
+      envs: INDEX.envs.length,
+      scenarios: INDEX.scenarios.length,
+      episodes: EPISODES.length,
+      problems: INDEX.problems.length,
+    };
+    document.getElementById("tabs").replaceChildren(
+      ...Object.entries(PAGES).map(([name, [label]]) =>
+        h(
+          "a",
+          {
+            href: `#/${name}`,
+            class: [name === active ? "active" : "", name === "problems" && counts.problems ? "has-problems" : ""].join(
+              " ",
+            ),
+            id: `tab-${name}`,
+          },
+          label,
+          counts[name] !== undefined ? ` (${counts[name].toLocaleString("en")})` : "",
+        ),
+      ),
+    );
   }
 
   function render() {
