@@ -57,6 +57,7 @@ def index_row(trajectory: Trajectory, source: str) -> dict[str, Any]:
         "tokens": t.usage.prompt_tokens + t.usage.completion_tokens,
         "wall_s": t.timings.get("wall_s"),
         "checks": "".join(c.status[0] for c in t.reward.checks),
+        "collateral": len(t.reward.collateral),
         "tools": per_tool,
         "error_types": dict(Counter(s.error_type for s in t.steps if s.error_type)),
     }

@@ -141,9 +141,12 @@ def env_detail(env: EnvSpec, tools: tuple[list[dict[str, Any]], str]) -> dict[st
 
 
 # ------------------------------------------------------------------ scenarios
+DIFFICULTY_LEVELS = ("calls", "records", "lookups", "links", "tools", "distractors")
+"""The counts of :class:`~envscaler_core.artifacts.Difficulty` that the page groups episodes by."""
+
+
 def scenario_summary(scenario: Scenario, where: str) -> dict[str, Any]:
-    v = scenario.validation
-    rate = scenario.agent_pass_rate
+    v, d = scenario.validation, scenario.difficulty
     return {
         "id": scenario.id,
         "env": scenario.env_id,
@@ -152,8 +155,10 @@ def scenario_summary(scenario: Scenario, where: str) -> dict[str, Any]:
         "where": where,
         "checks": len(scenario.checklist_with_func),
         "reference_calls": len(scenario.reference_solution),
-        "state_changing_calls": scenario.state_changing_calls,
-        "lookups": len(scenario.lookups),
+        "difficulty": None if d is None else {level: getattr(d, level) for level in DIFFICULTY_LEVELS},
+        "measured": None
+        if d is None or d.pass_rate is None
+        else {"pass_rate": d.pass_rate, "samples": d.samples, "errors": d.errors, "agent": d.agent},
         "proof": None
         if v is None
         else {
@@ -161,9 +166,9 @@ def scenario_summary(scenario: Scenario, where: str) -> dict[str, Any]:
             "reference": v.reference_reward,
             "null": v.null_reward,
             "mutants": v.mutant_rewards,
+            "collateral_caught_by": v.collateral.caught_by if v.collateral else None,
             "reasons": v.reasons,
         },
-        "agent_pass_rate": None if rate is None else rate.model_dump(mode="json", exclude={"rewards"}),
     }
 
 
@@ -176,6 +181,7 @@ def scenario_detail(scenario: Scenario) -> dict[str, Any]:
         ],
         "reference_solution": [c.model_dump(mode="json") for c in scenario.reference_solution],
         "validation": scenario.validation.model_dump(mode="json") if scenario.validation else None,
+        "collateral_gate": scenario.collateral_gate.model_dump(mode="json") if scenario.collateral_gate else None,
         "state_warnings": scenario.state_warnings,
         "task_notes": scenario.task_notes,
         "lookups": [lookup.model_dump(mode="json") for lookup in scenario.lookups],

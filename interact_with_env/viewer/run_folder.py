@@ -233,11 +233,14 @@ def _read_trajectories(run: RunFolder, path: Path, problems: _Problems) -> None:
 def _missing_stages(run: RunFolder, found: dict[str, list[Path]], problems: _Problems) -> None:
     root = f"{run.root.resolve().name}/"
     if not run.envs and not found["envs"]:
+        why = {
+            "arena": "the arena read its environments from the --envs file it was given",
+            "rollouts": "the rollouts read their environments from elsewhere, and the folder above has none",
+        }.get(run.layout, "the environment stage (skel_builder) has not written here")
         problems.add(
             "missing_stage",
             root,
-            "no envs.jsonl: the environment stage (skel_builder) has not written here; "
-            "environments are not shown (view --envs FILE reads them from elsewhere)",
+            f"no envs.jsonl: {why}; environments are not shown (view --envs FILE reads them from elsewhere)",
         )
     if not run.scenarios and not found["scenarios"]:
         problems.add(

@@ -244,6 +244,8 @@ def test_an_arena_folder_is_read_with_its_report_and_rounds(scripted_run, tmp_pa
     assert run.layout == "arena" and run.arena == ARENA_REPORT
     assert sorted(run.scenarios) == ["library-checkout", "library-return"]
     assert run.scenario_files["library-return"] == "curriculum.jsonl:2"  # the curriculum's record wins
+    difficulty = run.scenarios["library-return"].difficulty
+    assert difficulty is not None and (difficulty.calls, difficulty.lookups, difficulty.pass_rate) == (2, 1, 0.5)
     assert {e.row["key"] for e in run.episodes} >= {
         "round_1/rollouts/library-return#0",
         "round_2/rollouts/library-checkout#0",

@@ -6,6 +6,7 @@ else to the test's temporary folder.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 from interact_with_env.__main__ import main
 from interact_with_env.viewer.run_folder import read_run_folder
 from interact_with_env.viewer.server import RunViewer, ViewerServer
-from tests.test_interact_with_env.viewer_runs import make_arena_run, make_bad_run
+from tests.test_interact_with_env.viewer_runs import copy_run, make_arena_run, make_bad_run
 
 pytestmark = pytest.mark.browser
 TIMEOUT = 30_000
@@ -264,4 +265,35 @@ def test_an_arena_shows_its_curve_per_round(scripted_run, watch, tmp_path):
     expect(curve.locator("circle")).to_have_count(5)
     expect(curve.locator(".legend")).to_contain_text("round 1 (chose 2)")
     expect(curve.locator("rect.band")).to_have_count(1)
+    levels = page.locator("#chart-difficulty")
+    expect(levels.locator("rect.bar")).to_have_count(2)  # calls 1 and 2
+    expect(levels).to_contain_text("3/3")  # the checkout scenario (1 call): 2 task-mode and 1 user-mode episodes
+    expect(levels).to_contain_text("0/2")  # the return scenario (2 calls)
+    levels.locator("select[name=level]").select_option("distractors")
+    expect(page.locator("#chart-difficulty")).to_contain_text("difficulty: distractors")
     shot(page, "arena-charts", tmp_path)
+    page.goto(out.as_uri() + "#/scenario/library-return")
+    expect(page.locator("#view")).to_contain_text("calls 2 · records 2 · lookups 1 · links 1 · tools 2 · distractors 1")
+    expect(page.locator("#view")).to_contain_text("0.5 over 4 episodes of scripted")
+
+
+def test_an_episode_that_changed_more_than_the_reference_is_marked(scripted_run, watch, tmp_path):
+    from playwright.sync_api import expect
+
+    run = copy_run(scripted_run, tmp_path / "run")
+    path = run / "rollouts_task" / "trajectories.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    for record in records:
+        if record["id"] == "library-return#0":  # it lent B1 as well: outside what the reference changes
+            record["reward"].update(checklist=0.0, collateral=["books/B1", "loans/L2"])
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "run.html"
+    assert main(["view", str(run), "--export", str(out)]) == 0
+    page = watch().page
+    page.goto(out.as_uri() + "#/episodes")
+    page.select_option("select[name=side]", "=changed outside the reference")
+    expect(page.locator("#episode-count")).to_contain_text("1 episode of 5", timeout=TIMEOUT)
+    page.locator(".grid-row").first.click()
+    expect(page.locator("#view")).to_contain_text("collateral changes", timeout=TIMEOUT)
+    expect(page.locator(".pill.bad", has_text="books/B1")).to_have_count(1)
+    expect(page.locator("#view")).to_contain_text("checklist share")

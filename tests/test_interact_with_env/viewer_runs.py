@@ -112,9 +112,11 @@ ARENA_REPORT = {
             "chosen": {"calls": 2},
         },
     ],
-    "curriculum": {"scenarios": 2},
+    "agent": "scripted",
+    "curriculum": {"path": "curriculum.jsonl", "scenarios": 1, "measured": 2, "in_band_share": 0.5},
     "target_pass": 0.5,
     "band": [0.2, 0.8],
+    "complete": True,
 }
 DIFFICULTY = {
     "library-checkout": {"calls": 1, "records": 2, "lookups": 0, "links": 0, "tools": 1, "distractors": 0},
@@ -128,7 +130,7 @@ def make_arena_run(out: Path, pipeline_run: Path) -> Path:
     round 1 its task-mode rollouts, round 2 its user-mode ones."""
     scenarios = [json.loads(line) for line in (pipeline_run / "scenarios.jsonl").read_text().splitlines()]
     for scenario in scenarios:
-        scenario["difficulty"] = DIFFICULTY[scenario["id"]]
+        scenario["difficulty"] = {**DIFFICULTY[scenario["id"]], "pass_rate": 0.5, "samples": 4, "agent": "scripted"}
     for n, rollouts in ((1, "rollouts_task"), (2, "rollouts_user")):
         (out / f"round_{n}" / "rollouts").mkdir(parents=True)
         shutil.copy(pipeline_run / "scenarios.jsonl", out / f"round_{n}" / "scenarios.jsonl")

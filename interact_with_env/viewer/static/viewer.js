@@ -172,7 +172,7 @@
   }
 
   // ------------------------------------------------------------------ filters
-  const FILTERS = ["src", "env", "scen", "mode", "term", "flag", "outcome", "rmin", "rmax", "q"];
+  const FILTERS = ["src", "env", "scen", "mode", "term", "flag", "outcome", "side", "rmin", "rmax", "q"];
 
   function matches(e, f) {
     if (f.src !== null && e.src !== f.src) return false;
@@ -184,6 +184,8 @@
     if (f.outcome === "solved" && e.solved !== true) return false;
     if (f.outcome === "failed" && e.solved !== false) return false;
     if (f.outcome === "no reward" && e.reward !== null) return false;
+    if (f.side && (e.collateral > 0 ? "changed outside the reference" : "only what the reference changes") !== f.side)
+      return false;
     if (f.rmin !== null && !(e.reward !== null && e.reward >= f.rmin)) return false;
     if (f.rmax !== null && !(e.reward !== null && e.reward <= f.rmax)) return false;
     if (f.q && !e.key.toLowerCase().includes(f.q)) return false;
@@ -200,6 +202,7 @@
       term: params.get("term") || "",
       flag: params.get("flag") || "",
       outcome: params.get("outcome") || "",
+      side: params.get("side") || "",
       rmin: num(params.get("rmin")),
       rmax: num(params.get("rmax")),
       q: (params.get("q") || "").toLowerCase(),
@@ -266,6 +269,11 @@
     const flags = tally(EPISODES.flatMap((e) => (e.flags.length ? e.flags : ["(none)"])));
     const outcomes = tally(EPISODES.map((e) => (e.reward === null ? "no reward" : e.solved ? "solved" : "failed")));
     const sources = tally(EPISODES.map((e) => e.src));
+    const sides = EPISODES.some((e) => e.collateral > 0)
+      ? tally(
+          EPISODES.map((e) => (e.collateral > 0 ? "changed outside the reference" : "only what the reference changes")),
+        )
+      : [];
     return h(
       "div",
       { class: "filters" },
@@ -274,6 +282,7 @@
       select("scen", "scenario", tally(EPISODES.map((e) => e.scen)), "all scenarios"),
       select("mode", "mode", tally(EPISODES.map((e) => e.mode)), "all modes"),
       select("outcome", "outcome", outcomes, "any outcome"),
+      sides.length ? select("side", "collateral", sides, "any change") : null,
       select("term", "termination", tally(EPISODES.map((e) => e.term)), "any termination"),
       select("flag", "flag", flags, "any flag"),
       input("rmin", "reward ≥", "number", { step: "0.05", min: "0", max: "1" }),
@@ -786,7 +795,7 @@
           ),
         );
       }
-      if (bars.length <= 24 && total(b) > 0)
+      if (bars.length <= 24 && (b.note !== undefined || total(b) > 0))
         svg.append(
           s(
             "text",
@@ -1124,7 +1133,7 @@
     const arena = INDEX.arena;
     if (!arena || !Array.isArray(arena.rounds) || !arena.rounds.length) return null;
     const series = arena.rounds.map((r, i) => ({
-      name: `round ${r.round !== undefined ? r.round : i + 1}${r.chosen && r.chosen.calls !== undefined ? ` (chose ${r.chosen.calls})` : ""}`,
+      name: `round ${r.round !== undefined ? r.round : i + 1}${chosenLevel(r) !== null ? ` (chose ${chosenLevel(r)})` : ""}`,
       points: (r.levels || []).map((l) => [
         l.calls,
         l.pass_rate,
@@ -1269,14 +1278,12 @@
       },
       {
         key: "generated",
-        label: "gen. pass rate",
-        width: "100px",
+        label: "measured before",
+        width: "110px",
         num: true,
-        sort: (sc) => (sc.agent_pass_rate ? sc.agent_pass_rate.pass_rate : null),
-        cell: (sc) =>
-          sc.agent_pass_rate && sc.agent_pass_rate.pass_rate !== null
-            ? `${fmt(sc.agent_pass_rate.pass_rate, 2)} (${sc.agent_pass_rate.samples})`
-            : "–",
+        sort: (sc) => (sc.measured ? sc.measured.pass_rate : null),
+        cell: (sc) => (sc.measured ? `${fmt(sc.measured.pass_rate, 2)} (${sc.measured.samples})` : "–"),
+        title: (sc) => (sc.measured ? measuredText(sc.measured) : "no pass rate recorded with the scenario"),
       },
       {
         key: "measured",
@@ -1365,12 +1372,7 @@
         ["status", sc.status],
         ["difficulty", difficultyText(sc.difficulty)],
         ["proof", proofText(sc.proof)],
-        [
-          "pass rate at generation",
-          sc.agent_pass_rate && sc.agent_pass_rate.pass_rate !== null
-            ? `${fmt(sc.agent_pass_rate.pass_rate, 2)} over ${sc.agent_pass_rate.samples} episodes`
-            : "–",
-        ],
+        ["pass rate measured before", sc.measured ? measuredText(sc.measured) : "–"],
         [
           "pass rate here",
           st.n
@@ -1422,6 +1424,7 @@
               ["null agent reward", fmt(v.null_reward)],
               ["mutant rewards", v.mutant_rewards.length ? v.mutant_rewards.map((r) => fmt(r, 2)).join(", ") : "–"],
               v.collateral ? ["collateral probe", collateralText(v.collateral)] : null,
+              d.collateral_gate ? ["collateral gate", gateText(d.collateral_gate)] : null,
               ["reasons", v.reasons.length ? v.reasons.join("; ") : "–"],
             ]),
             v.mutants.length ? fold(`${count(v.mutants.length, "mutant")}`, pre(v.mutants)) : null,
@@ -1461,14 +1464,34 @@
     );
   }
 
-  function collateralText(c) {
-    if (typeof c !== "object") return String(c);
-    const parts = [];
-    if (c.description) parts.push(c.description);
-    if (c.reward !== undefined) parts.push(`reward ${fmt(c.reward, 2)}`);
-    if (c.caught !== undefined) parts.push(c.caught ? "caught" : "not caught");
-    if (Array.isArray(c.paths) && c.paths.length) parts.push(`paths ${c.paths.join(", ")}`);
-    return parts.join(" · ");
+  function measuredText(m) {
+    const agent = m.agent ? ` of ${m.agent}` : "";
+    const errors = m.errors ? `, ${count(m.errors, "endpoint failure")}` : "";
+    return `${fmt(m.pass_rate, 2)} over ${count(m.samples, "episode")}${agent}${errors}`;
+  }
+
+  const CAUGHT_BY = {
+    checklist: "a checker catches it",
+    gate: "only the collateral gate catches it",
+    none: "nothing catches it: the reward ignores the change",
+  };
+
+  /** The proof's collateral probe: the reference plus one extra change elsewhere, and what keeps it below 1. */
+  function collateralText(probe) {
+    if (!probe.call) return probe.note || "no call changes anything outside what the reference changes";
+    return [
+      `${probe.call.name}(${JSON.stringify(probe.call.arguments)}) also changes ${probe.paths.join(", ") || "–"}`,
+      `reward ${fmt(probe.reward, 2)} (checklist ${fmt(probe.checklist, 2)})`,
+      CAUGHT_BY[probe.caught_by] || probe.caught_by || "–",
+      probe.note,
+    ]
+      .filter((part) => part)
+      .join(" · ");
+  }
+
+  function gateText(gate) {
+    const added = Object.entries(gate.new_records).map(([container, n]) => `${n} new in ${container}`);
+    return `changes allowed: ${[...gate.paths, ...added].join(", ") || "none"}; anything else multiplies the checklist share by ${fmt(gate.factor, 2)}`;
   }
 
   // ------------------------------------------------------------------ pages: environments
@@ -1632,6 +1655,11 @@
       ),
     );
     const sources = tally(EPISODES.map((e) => e.src));
+    const sides = EPISODES.some((e) => e.collateral > 0)
+      ? tally(
+          EPISODES.map((e) => (e.collateral > 0 ? "changed outside the reference" : "only what the reference changes")),
+        )
+      : [];
     if (sources.length) {
       show(
         h("h2", {}, "Rollouts"),
@@ -1660,17 +1688,30 @@
       show(h("p", { class: "muted" }, "No manifest.json here: configs, models and LLM usage are not shown."));
   }
 
+  /** The level (state-changing calls) a round chose for the next, or null (none chosen, or the last round of a stopped arena). */
+  function chosenLevel(round) {
+    return round.chosen && typeof round.chosen.calls === "number" ? round.chosen.calls : null;
+  }
+
   function arenaSummary(arena) {
     const rounds = Array.isArray(arena.rounds) ? arena.rounds : [];
+    const curriculum = arena.curriculum || {};
     return [
       h("h2", {}, "Arena"),
       kv([
+        arena.agent ? ["agent", arena.agent] : null,
         ["target pass rate", fmt(arena.target_pass)],
         ["band", Array.isArray(arena.band) ? arena.band.join(" – ") : "–"],
-        ["rounds", rounds.length],
         [
-          "chosen levels",
-          rounds.map((r) => (r.chosen && r.chosen.calls !== undefined ? r.chosen.calls : "?")).join(" → ") || "–",
+          "rounds",
+          `${rounds.length}${arena.complete === false ? " (stopped before the last: run it again to resume)" : ""}`,
+        ],
+        ["chosen levels", rounds.map((r) => (chosenLevel(r) === null ? "–" : chosenLevel(r))).join(" → ") || "–"],
+        [
+          "curriculum",
+          curriculum.scenarios !== undefined
+            ? `${curriculum.scenarios} of ${curriculum.measured !== undefined ? curriculum.measured : "?"} measured scenarios in the band`
+            : "–",
         ],
       ]),
       h("p", {}, h("a", { href: "#/charts" }, "the per-round curve is among the charts")),
