@@ -39,6 +39,7 @@ def index_data(run: RunFolder) -> dict[str, Any]:
         "episodes": [e.row for e in run.episodes],
         "check_items": run.check_items,
         "arena": run.arena,
+        "arena_folder": run.arena_folder,
         "problems": [asdict(p) for p in run.problems],
     }
 

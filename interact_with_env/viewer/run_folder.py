@@ -2,7 +2,8 @@
 
 A run folder is a pipeline run (``envs.jsonl``, ``scenarios.jsonl``, ``rollouts_*/``,
 ``manifest.json``), a rollouts folder (``trajectories.jsonl``, ``manifest.json``) or an arena
-folder (``arena_report.json``, ``curriculum.jsonl``, ``round_N/``). Nothing here stops on bad
+folder (``arena_report.json``, ``curriculum.jsonl``, ``round_N/``), also inside a pipeline run
+(``make demo``'s ``ladder/``). Nothing here stops on bad
 input: a broken line, a missing stage or a trajectory without a reward becomes a
 :class:`Problem` that the page lists, and everything else is read.
 """
@@ -68,6 +69,8 @@ class RunFolder:
     """Per scenario, the checklist items its episodes were scored on (from the first one read)."""
     manifests: dict[str, Any] = field(default_factory=dict)
     arena: dict[str, Any] | None = None
+    arena_folder: str = ""
+    """Where ``arena_report.json`` is, relative to the run ("" for the run folder itself)."""
     problems: list[Problem] = field(default_factory=list)
 
 
@@ -107,6 +110,7 @@ def read_run_folder(root: Path, envs_file: Path | None = None, scenarios_file: P
         _read_manifest(run, path, problems)
     if found["arena"]:
         run.arena = _read_json(run, found["arena"][0], problems)
+        run.arena_folder = _rel(run, found["arena"][0].parent) if found["arena"][0].parent != root else ""
     _read_envs(run, found["envs"], envs_file, problems)
     _read_scenarios(run, found["scenarios"], scenarios_file, problems)
     for path in found["trajectories"]:
@@ -135,12 +139,12 @@ def _artifact_files(root: Path) -> dict[str, list[Path]]:
         if kind and path.is_file() and not any(part.startswith(".") for part in path.relative_to(root).parts):
             found[kind].append(path)
     found["scenarios"] += found.pop("curriculum")  # the arena's chosen scenarios, read last so they win
-    found["arena"] = [p for p in found["arena"] if p.parent == root]
+    found["arena"].sort(key=lambda p: len(p.relative_to(root).parts))  # the run's own first, then the shallowest
     return found
 
 
 def _layout(root: Path, found: dict[str, list[Path]]) -> str:
-    if found["arena"]:
+    if (root / ARENA_REPORT).exists():
         return "arena"
     if (root / ARTIFACT_FILES["trajectories"]).exists() and not (root / ARTIFACT_FILES["scenarios"]).exists():
         return "rollouts"
@@ -254,9 +258,10 @@ def _missing_stages(run: RunFolder, found: dict[str, list[Path]], problems: _Pro
     for folder in sorted(p for p in run.root.iterdir() if p.is_dir()):
         if folder.name.startswith("rollouts") and not (folder / ARTIFACT_FILES["trajectories"]).exists():
             problems.add("missing_stage", _rel(run, folder), "a rollouts folder without trajectories.jsonl")
-        arena_round = run.layout == "arena" and folder.name.startswith("round_")
-        if arena_round and not any(folder.rglob(ARTIFACT_FILES["trajectories"])):
-            problems.add("missing_stage", _rel(run, folder), "an arena round without trajectories.jsonl")
+    for report in found["arena"]:
+        for folder in sorted(p for p in report.parent.glob("round_*") if p.is_dir()):
+            if not any(folder.rglob(ARTIFACT_FILES["trajectories"])):
+                problems.add("missing_stage", _rel(run, folder), "an arena round without trajectories.jsonl")
 
 
 def _unknown_scenarios(run: RunFolder, problems: _Problems) -> None:

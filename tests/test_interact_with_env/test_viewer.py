@@ -284,3 +284,15 @@ def test_episodes_of_scenarios_not_read_are_named_and_scenarios_can_come_from_el
     page = export(run, tmp_path, "--scenarios", str(SCENARIOS))
     assert page_index(page)["problems"] == []
     assert (tmp_path / "page.html").stat().st_mode & 0o777 == 0o644
+
+
+def test_an_arena_inside_a_pipeline_run_is_read_with_it(scripted_run, tmp_path):
+    run_dir = copy_run(scripted_run, tmp_path / "run")
+    make_arena_run(run_dir / "ladder", scripted_run)  # where make demo's difficulty ladder writes
+    (run_dir / "ladder" / "round_3").mkdir()
+    run = read_run_folder(run_dir)
+    assert (run.layout, run.arena_folder, run.arena) == ("pipeline", "ladder", ARENA_REPORT)
+    sources = {e.source for e in run.episodes}
+    assert sources == {"rollouts_task", "rollouts_user", "ladder/round_1/rollouts", "ladder/round_2/rollouts"}
+    assert [(p.kind, p.where) for p in run.problems] == [("missing_stage", "ladder/round_3")]
+    assert page_index(export(run_dir, tmp_path))["arena_folder"] == "ladder"

@@ -1697,7 +1697,7 @@
     const rounds = Array.isArray(arena.rounds) ? arena.rounds : [];
     const curriculum = arena.curriculum || {};
     return [
-      h("h2", {}, "Arena"),
+      h("h2", {}, INDEX.arena_folder ? `Arena (${INDEX.arena_folder}/)` : "Arena"),
       kv([
         arena.agent ? ["agent", arena.agent] : null,
         ["target pass rate", fmt(arena.target_pass)],
