@@ -120,6 +120,20 @@
     );
   }
 
+  /** A heading and a bulleted list of ``items``, or nothing when there are none. */
+  function bulletSection(title, items) {
+    return items.length
+      ? [
+          h("h2", {}, title),
+          h(
+            "ul",
+            {},
+            items.map((item) => h("li", {}, item)),
+          ),
+        ]
+      : null;
+  }
+
   function kv(pairs) {
     return h(
       "div",
@@ -757,55 +771,87 @@
     return out;
   }
 
+  /** The frame of a chart: a 480×250 SVG, its plot area, a ``y`` scale from 0 to the last of
+   * ``yTicks``; ``grid()`` draws the labelled grid lines, ``finish()`` the axes and their titles. */
+  function plotFrame({ yTicks, fmtY, bottom, xTitle, yTitle }) {
+    const w = 480,
+      hgt = 250,
+      right = 12,
+      top = 14;
+    const left = 26 + 6.5 * Math.max(...yTicks.map((v) => fmtY(v).length));
+    const plotW = w - left - right,
+      plotH = hgt - top - bottom;
+    const max = yTicks[yTicks.length - 1];
+    const frame = {
+      svg: s("svg", { viewBox: `0 0 ${w} ${hgt}`, role: "img" }),
+      left,
+      top,
+      right: w - right,
+      plotW,
+      plotH,
+      base: top + plotH,
+      y: (v) => top + plotH - (plotH * v) / max,
+      height: (v) => (plotH * v) / max,
+      grid() {
+        for (const v of yTicks) {
+          const y = frame.y(v);
+          frame.svg.append(
+            s("line", { class: "gridline", x1: left, x2: w - right, y1: y, y2: y }),
+            s("text", { x: left - 5, y: y + 4, "text-anchor": "end" }, fmtY(v)),
+          );
+        }
+      },
+      finish() {
+        const middle = top + plotH / 2;
+        frame.svg.append(
+          s("line", { class: "axis", x1: left, x2: w - right, y1: frame.base, y2: frame.base }),
+          s("line", { class: "axis", x1: left, x2: left, y1: top, y2: frame.base }),
+          xTitle ? s("text", { x: left + plotW / 2, y: hgt - 4, "text-anchor": "middle" }, xTitle) : "",
+          yTitle
+            ? s("text", { x: 12, y: middle, "text-anchor": "middle", transform: `rotate(-90 12 ${middle})` }, yTitle)
+            : "",
+        );
+        return frame.svg;
+      },
+    };
+    return frame;
+  }
+
   function barChart({ bars, yMax, yFormat, xTitle, yTitle, legend, whole }) {
     const total = (b) => b.segments.reduce((a, seg) => a + seg.value, 0);
     const yTicks = yMax ? [0, 0.25, 0.5, 0.75, 1].map((f) => f * yMax) : ticks(Math.max(0, ...bars.map(total)), whole);
-    const max = yTicks[yTicks.length - 1];
     const fmtY = yFormat || ((v) => fmt(v, 2));
-    const w = 480,
-      hgt = 250,
-      right = 10,
-      top = 14;
-    const left = 26 + 6.5 * Math.max(...yTicks.map((v) => fmtY(v).length));
-    const slot = (w - left - right) / Math.max(1, bars.length);
-    const rotate = Math.max(0, ...bars.map((b) => b.label.length)) * 6.2 > slot - 4;
-    const bottom = (rotate ? 84 : 30) + (xTitle ? 12 : 0);
-    const plotW = w - left - right,
-      plotH = hgt - top - bottom;
-    const svg = s("svg", { viewBox: `0 0 ${w} ${hgt}`, role: "img" });
-    for (const v of yTicks) {
-      const y = top + plotH - (plotH * v) / max;
-      svg.append(
-        s("line", { class: "gridline", x1: left, x2: w - right, y1: y, y2: y }),
-        s("text", { x: left - 5, y: y + 4, "text-anchor": "end" }, fmtY(v)),
-      );
-    }
+    const longest = Math.max(0, ...bars.map((b) => b.label.length));
+    const roughSlot = 400 / Math.max(1, bars.length);
+    const rotate = longest * 6.2 > roughSlot - 4;
+    const frame = plotFrame({ yTicks, fmtY, bottom: (rotate ? 84 : 30) + (xTitle ? 12 : 0), xTitle, yTitle });
+    frame.grid();
+    const slot = frame.plotW / Math.max(1, bars.length);
     const barW = Math.min(slot * 0.76, 64);
     bars.forEach((b, i) => {
-      let y = top + plotH;
-      const x = left + i * slot + (slot - barW) / 2;
+      let y = frame.base;
+      const x = frame.left + i * slot + (slot - barW) / 2;
       for (const seg of b.segments) {
-        const barH = (plotH * seg.value) / max;
-        y -= barH;
-        svg.append(
+        y -= frame.height(seg.value);
+        frame.svg.append(
           s(
             "rect",
-            { class: `bar ${seg.cls || ""}`, x, y, width: barW, height: Math.max(0, barH) },
+            { class: `bar ${seg.cls || ""}`, x, y, width: barW, height: Math.max(0, frame.height(seg.value)) },
             s("title", {}, seg.title || `${b.label}: ${fmtY(seg.value)}`),
           ),
         );
       }
       if (bars.length <= 24 && (b.note !== undefined || total(b) > 0))
-        svg.append(
+        frame.svg.append(
           s(
             "text",
             { x: x + barW / 2, y: y - 3, "text-anchor": "middle" },
             b.note !== undefined ? b.note : fmtY(total(b)),
           ),
         );
-      const lx = left + i * slot + slot / 2,
-        ly = top + plotH + 14;
-      svg.append(
+      const lx = frame.left + i * slot + slot / 2,
+        ly = frame.base + 14;
+      frame.svg.append(
         rotate
           ? s(
               "text",
@@ -815,36 +861,16 @@
           : s("text", { x: lx, y: ly, "text-anchor": "middle" }, b.label),
       );
     });
-    svg.append(
-      s("line", { class: "axis", x1: left, x2: w - right, y1: top + plotH, y2: top + plotH }),
-      s("line", { class: "axis", x1: left, x2: left, y1: top, y2: top + plotH }),
-    );
-    if (xTitle) svg.append(s("text", { x: left + plotW / 2, y: hgt - 4, "text-anchor": "middle" }, xTitle));
-    if (yTitle)
-      svg.append(
-        s(
-          "text",
-          { x: 12, y: top + plotH / 2, "text-anchor": "middle", transform: `rotate(-90 12 ${top + plotH / 2})` },
-          yTitle,
-        ),
-      );
+    const svg = frame.finish();
     return legend ? [svg, legendRow(legend)] : svg;
   }
 
   function lineChart({ series, xs, xTitle, yTitle, band, target }) {
-    const w = 480,
-      hgt = 250,
-      left = 46,
-      right = 12,
-      top = 12,
-      bottom = 40;
-    const plotW = w - left - right,
-      plotH = hgt - top - bottom;
+    const frame = plotFrame({ yTicks: [0, 0.25, 0.5, 0.75, 1], fmtY: (v) => fmt(v, 2), bottom: 40, xTitle, yTitle });
+    const { svg, left, plotW, y } = frame;
     const xMin = Math.min(...xs),
       xMax = Math.max(...xs);
     const x = (v) => left + (xMax === xMin ? plotW / 2 : ((v - xMin) * plotW) / (xMax - xMin));
-    const y = (v) => top + plotH - v * plotH;
-    const svg = s("svg", { viewBox: `0 0 ${w} ${hgt}`, role: "img" });
     if (band)
       svg.append(
         s(
@@ -853,22 +879,16 @@
           s("title", {}, `band ${band[0]}–${band[1]}`),
         ),
       );
-    for (let i = 0; i <= 4; i++) {
-      const yy = y(i / 4);
-      svg.append(
-        s("line", { class: "gridline", x1: left, x2: w - right, y1: yy, y2: yy }),
-        s("text", { x: left - 5, y: yy + 4, "text-anchor": "end" }, fmt(i / 4, 2)),
-      );
-    }
+    frame.grid();
     if (target !== undefined && target !== null)
       svg.append(
         s(
           "line",
-          { class: "axis", "stroke-dasharray": "4 3", x1: left, x2: w - right, y1: y(target), y2: y(target) },
+          { class: "axis", "stroke-dasharray": "4 3", x1: left, x2: frame.right, y1: y(target), y2: y(target) },
           s("title", {}, `target ${target}`),
         ),
       );
-    for (const v of xs) svg.append(s("text", { x: x(v), y: top + plotH + 15, "text-anchor": "middle" }, String(v)));
+    for (const v of xs) svg.append(s("text", { x: x(v), y: frame.base + 15, "text-anchor": "middle" }, String(v)));
     series.forEach((line, i) => {
       const cls = `s${i % 6}`;
       const pts = line.points.filter((p) => p[1] !== null && p[1] !== undefined);
@@ -883,20 +903,7 @@
           ),
         );
     });
-    svg.append(
-      s("line", { class: "axis", x1: left, x2: w - right, y1: top + plotH, y2: top + plotH }),
-      s("line", { class: "axis", x1: left, x2: left, y1: top, y2: top + plotH }),
-    );
-    if (xTitle) svg.append(s("text", { x: left + plotW / 2, y: hgt - 4, "text-anchor": "middle" }, xTitle));
-    if (yTitle)
-      svg.append(
-        s(
-          "text",
-          { x: 12, y: top + plotH / 2, "text-anchor": "middle", transform: `rotate(-90 12 ${top + plotH / 2})` },
-          yTitle,
-        ),
-      );
-    return [svg, legendRow(series.map((line, i) => [line.name, `s${i % 6}`]))];
+    return [frame.finish(), legendRow(series.map((line, i) => [line.name, `s${i % 6}`]))];
   }
 
   function legendRow(items) {
@@ -1439,26 +1446,8 @@
             ),
           ]
         : null,
-      d.state_warnings.length
-        ? [
-            h("h2", {}, "Rules the initial state breaks"),
-            h(
-              "ul",
-              {},
-              d.state_warnings.map((w) => h("li", {}, w)),
-            ),
-          ]
-        : null,
-      d.task_notes.length
-        ? [
-            h("h2", {}, "Notes on earlier task drafts"),
-            h(
-              "ul",
-              {},
-              d.task_notes.map((w) => h("li", {}, w)),
-            ),
-          ]
-        : null,
+      bulletSection("Rules the initial state breaks", d.state_warnings),
+      bulletSection("Notes on earlier task drafts", d.task_notes),
       h("h2", {}, "Initial state"),
       fold("init_config", pre(d.init_config)),
     );
@@ -1603,16 +1592,7 @@
             ),
           ]
         : null,
-      d.rules.length
-        ? [
-            h("h2", {}, "Rules"),
-            h(
-              "ul",
-              {},
-              d.rules.map((r) => h("li", {}, r)),
-            ),
-          ]
-        : null,
+      bulletSection("Rules", d.rules),
       h("h2", {}, "Code"),
       fold("environment class", pre(d.code)),
     );
