@@ -18,7 +18,7 @@ from interact_with_env.viewer.server import RunViewer, ViewerServer
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="pipeline run, rollouts or arena folder")
-    parser.add_argument("--port", type=int, default=7870, help="port on 127.0.0.1 (0: any free port)")
+    parser.add_argument("--port", type=int, default=7870, help="port on 127.0.0.1 (default 7870; 0: any free port)")
     parser.add_argument("--export", type=Path, metavar="FILE.html", help="write one self-contained HTML file and exit")
     parser.add_argument("--envs", type=Path, help="environments from elsewhere (our JSONL or the release's JSON)")
     parser.add_argument("--scenarios", type=Path, help="scenarios from elsewhere (our JSONL or the release's JSON)")
