@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import logging
 import subprocess
 import sys
@@ -138,6 +139,14 @@ class Arena:
         if code == 2:
             raise UserError(f"python -m {module} {args[0]} refused its input (exit 2); see above")
 
+    def _stage_until_done(self, module: str, args: list[str], config: Path, missing) -> None:
+        """Runs a stage, and once more when ``missing()`` says items failed (the stage retries
+        only those; a failure that was passing clears, an endpoint that is down stays failed)."""
+        self._stage(module, args, config)
+        if missing():
+            print(f"{missing()} item(s) failed; running python -m {module} {args[0]} once more", flush=True)
+            self._stage(module, args, config)
+
     def state_pool(self) -> dict[str, list[dict]]:
         """``{env_id: [initial states]}``: from ``--states``, else generated once into ``states/``."""
         if self.args.states is not None:
@@ -207,22 +216,30 @@ class Arena:
             JsonlStore(level / "scen_states.jsonl", Scenario).rewrite(states)
             config = level / "config.yaml"
             write_text_atomic(config, yaml.safe_dump(self.level_config(calls, weights), sort_keys=False))
-            self._stage(
-                "scen_generator", ["run", "--envs", str(self.args.envs), "--out", str(level), "--per-env", "0"], config
-            )
-            done = _read(level / "scenarios.jsonl")
+            args = ["run", "--envs", str(self.args.envs), "--out", str(level), "--per-env", "0"]
+            self._stage_until_done("scen_generator", args, config, functools.partial(_unsettled, level, len(states)))
             slots[calls] = len(states)
-            slot_errors += len(states) - len(done)  # items that failed with an error (not dropped): retried next run
-            proven += [s for s in done if s.status == "proven"]
+            slot_errors += _unsettled(level, len(states))  # failed with an error, not dropped: retried next run
+            proven += [s for s in _read(level / "scenarios.jsonl") if s.status == "proven"]
         scenarios_path = folder / "scenarios.jsonl"
         JsonlStore(scenarios_path, Scenario).rewrite(proven)
         trajectories: list[Trajectory] = []
         if proven:
             rollouts = folder / "rollouts"
             args = ["run", "--envs", str(self.args.envs), "--scenarios", str(scenarios_path), "--out", str(rollouts)]
-            self._stage("interact_with_env", [*args, "--samples", str(self.cfg.samples)], self.base_config)
             ids = {s.id for s in proven}
-            trajectories = [t for t in _read_trajectories(rollouts / "trajectories.jsonl") if t.scenario_id in ids]
+
+            def episodes() -> list[Trajectory]:
+                return [t for t in _read_trajectories(rollouts / "trajectories.jsonl") if t.scenario_id in ids]
+
+            expected = len(proven) * self.cfg.samples
+            self._stage_until_done(
+                "interact_with_env",
+                [*args, "--samples", str(self.cfg.samples)],
+                self.base_config,
+                lambda: expected - len(episodes()),
+            )
+            trajectories = episodes()
         result = RoundResult(proven, trajectories)
         self.results.append(result)
         return {
@@ -336,6 +353,19 @@ class Arena:
 
 def _read(path: Path) -> list[Scenario]:
     return JsonlStore(path, Scenario).read_all() if path.exists() else []
+
+
+def _unsettled(level: Path, slots: int) -> int:
+    return slots - len(_settled(level))
+
+
+def _settled(level: Path) -> set[str]:
+    """Ids of a level's slots that scen_generator finished: proven, or dropped at any step (a slot
+    that failed with an error is in none of its files, only in ``failures.jsonl``)."""
+    settled = {s.id for s in _read(level / "scenarios.jsonl")}
+    for step_file in ("scen_tasks.jsonl", "scen_checked.jsonl"):
+        settled |= {s.id for s in _read(level / step_file) if s.status == "dropped"}
+    return settled
 
 
 def _read_trajectories(path: Path) -> list[Trajectory]:

@@ -1,9 +1,10 @@
 """``python -m pipeline arena`` end to end on the scripted server, with scripted agents of known skill.
 
 The agent plays a scenario's reference solution call by call and, before each call, gives up with
-probability q (drawn from the request's seed, so each episode draws on its own and a re-run draws
-the same). It solves a K-call task with probability (1 - q)^K: the arena must measure that curve,
-and a weak and a strong agent must get different curricula.
+probability q (drawn from the episode's first request seed and the call's index, so each episode
+draws on its own and every run draws the same). It solves a K-call task with probability
+(1 - q)^K: the arena must measure that curve, and a weak and a strong agent must get different
+curricula.
 """
 
 from __future__ import annotations
@@ -50,10 +51,15 @@ class SkilledAgent:
             return Reply.error("500")
         task = next(m["content"] for m in request["messages"] if m["role"] == "user")
         calls = self.reference(task)
-        made = sum(len(m.get("tool_calls") or []) for m in request["messages"] if m["role"] == "assistant")
-        if made >= len(calls) or random.Random(request["seed"]).random() < self.q:
+        ids = [c["id"] for m in request["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+        # the episode is named by its first request's seed (fixed by the episode id), and its call
+        # ids carry that name: every later request, hence its seed, is the same in every run
+        episode = ids[0].split("_")[1] if ids else str(request["seed"])
+        made = len(ids)
+        if made >= len(calls) or random.Random(f"{episode}:{made}").random() < self.q:
             return Reply.text("Done.")
-        return Reply.tool_call(calls[made].name, calls[made].arguments)
+        call = {"name": calls[made].name, "arguments": json.dumps(calls[made].arguments)}
+        return Reply(tool_calls=[{"id": f"call_{episode}_{made}", "type": "function", "function": call}])
 
 
 def write_inputs(tmp_path: Path, **arena: object) -> tuple[Path, Path, Path]:
