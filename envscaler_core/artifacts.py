@@ -246,6 +246,10 @@ class LookupRecord(ArtifactModel):
     tool: str
 
 
+SKILLS = ("lookups", "links", "distractors")
+"""What a task asks of an agent beyond its number of calls (fields of :class:`Difficulty`)."""
+
+
 class Difficulty(ArtifactModel):
     """How hard a proven scenario is: what its reference solution does, and, once an agent has been
     rolled out on it, how often that agent solved it.

@@ -14,10 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from envscaler_core.artifacts import Scenario, Trajectory
+from envscaler_core.artifacts import SKILLS, Scenario, Trajectory
 from envscaler_core.rollout.metrics import is_success
-
-SKILLS = ("lookups", "links", "distractors")
 
 
 @dataclass

@@ -39,7 +39,6 @@ TRIALS_PER_STEP = 40
 """Proposals tried before a step is given up (each is one call in a sandbox session)."""
 WALKS_PER_ATTEMPT = 4
 """Walks per ``plan_attempts`` (a walk costs milliseconds of sandbox time, a model sample seconds)."""
-SKILLS = ("lookups", "links", "distractors")
 
 
 @dataclass
@@ -107,7 +106,9 @@ def preferred_records(state: dict, goal: Goal, rng: random.Random) -> list[tuple
     return [(c, k) for c, k, _ in found]
 
 
-def _pick_tool(usable: list[dict], walk: Walk, failures: Counter, weights: dict[str, float], rng) -> dict:
+def _pick_tool(
+    usable: list[dict], walk: Walk, failures: Counter, weights: dict[str, float], rng: random.Random
+) -> dict:
     """A tool for the next step: unused ones first, failing ones less, and while a link is wanted,
     a creating tool until a record is created, then a tool that takes such a record's key."""
     uses = Counter(c.name for c in walk.calls)
@@ -161,7 +162,7 @@ def _step(
     walk: Walk,
     goal: Goal,
     cfg: ScenGeneratorConfig,
-    rng,
+    rng: random.Random,
 ) -> bool:
     """Adds one call to ``walk``; False when ``TRIALS_PER_STEP`` proposals all failed."""
     failures: Counter = Counter()
@@ -213,7 +214,13 @@ def _keep(walk: Walk, call: ToolCall, after: dict, paths: set[str], added: dict[
 
 
 def walk_plan(
-    sandbox: Sandbox, env: EnvSpec, state: dict, usable: list[dict], goal: Goal, cfg: ScenGeneratorConfig, rng
+    sandbox: Sandbox,
+    env: EnvSpec,
+    state: dict,
+    usable: list[dict],
+    goal: Goal,
+    cfg: ScenGeneratorConfig,
+    rng: random.Random,
 ) -> tuple[Walk, str]:
     """One walk of ``goal.calls`` steps from ``state``; ``(walk, "")`` or the walk so far and why it stopped."""
     walk = Walk(initial=state, state=state)

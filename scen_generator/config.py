@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from envscaler_core.artifacts import SKILLS
 from envscaler_core.config import StageConfig
 
 SECTION = "scen_generator"
@@ -128,7 +129,19 @@ class ScenGeneratorConfig(StageConfig):
     plan_tool_weights: dict[str, float] = Field(default_factory=dict)
     plan_skill_weights: dict[str, float] = Field(default_factory=dict)
     collateral_gate: bool = True
-    collateral_factor: float = 0.0
+    collateral_factor: float = Field(default=0.0, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _plan_settings(self) -> ScenGeneratorConfig:
+        if self.plan_min_calls > self.plan_max_calls:
+            raise ValueError(f"plan_min_calls ({self.plan_min_calls}) is above plan_max_calls ({self.plan_max_calls})")
+        unknown = sorted(set(self.plan_skill_weights) - set(SKILLS))
+        if unknown:
+            raise ValueError(f"plan_skill_weights: unknown skill {', '.join(unknown)} (skills: {', '.join(SKILLS)})")
+        if any(not 0.0 <= w <= 1.0 for w in self.plan_skill_weights.values()):
+            raise ValueError("plan_skill_weights are probabilities (0 to 1)")
+        return self
+
     plan_task_min_words: int = 12
     plan_missing_values: Literal["reask", "append"] = "reask"
     solve_samples: int = 0
