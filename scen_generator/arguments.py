@@ -218,6 +218,8 @@ class ArgumentProposer:
                 continue
             elif (props.get(param) or {}).get("type") == "object" and call.target and param not in call.target:
                 value = self._updates(call.target, call.target_container)  # update_book(book_id, updates={...})
+            elif (props.get(param) or {}).get("type") == "object" and call.creating and call.own in self.index.tables:
+                value = self._new_record(call.own, draft)  # add_book(book={...})
             else:
                 value = self._value(param, props.get(param) or {}, call.target, call.own)
             if value is _SKIP or (value is _MISSING and optional):
@@ -309,6 +311,23 @@ class ArgumentProposer:
             if value is not _MISSING and value != target.get(name):
                 out[name] = value
         return out or _MISSING
+
+    def _new_record(self, container: str, draft: Draft) -> Any:
+        """A whole new record for ``container``: a new key in its id field, and for each other field
+        a value proposed as for a creating call's argument of that name."""
+        fields = {f: v for r in self.index.tables[container].values() for f, v in r.items()}
+        id_field = self.index.id_fields.get(container)
+        record = {}
+        for name, sample in fields.items():
+            if name == id_field:
+                taken = set(draft.created.get(container, [])) | {k for c, k in draft.removed if c == container}
+                record[name] = self.index.new_key(container, taken)
+            elif isinstance(sample, (str, int, float, bool)):
+                value = self._value(name, {}, None, container)
+                if value is _MISSING:
+                    return _MISSING
+                record[name] = value
+        return record
 
     def _by_type(self, param: str, kind: Any, target: dict | None) -> Any:
         """A value for a parameter no record field is named after (``amount``, ``reason``)."""

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 
-from envscaler_core.artifacts import Operation, Scenario, ToolCall
+from envscaler_core.artifacts import EnvSpec, Operation, Scenario, ToolCall
 from envscaler_core.store import JsonlStore
 from scen_generator.__main__ import main
 from scen_generator.compose import compose_plan
@@ -199,3 +200,36 @@ def test_every_change_of_a_long_plan_is_checked_whatever_the_checklist_cap(tmp_p
     scenarios = run_stage(tmp_path, "plan_min_calls=6", "plan_max_calls=6", "max_checklist_items=2")
     assert scenarios and all(s.status == "proven" for s in scenarios), [s.validation.reasons for s in scenarios]
     assert all(len(s.checklist_with_func) >= s.difficulty.records > 2 for s in scenarios)
+
+
+def test_a_whole_record_argument_and_a_bare_id_parameter_are_composed(sandbox):
+    # add_note(note={...}) takes the record as one object; move_note(id, folder) names its table by the tool
+    source = (Path(__file__).parent / "fixtures" / "notes_env.py").read_text()
+    env = EnvSpec(id="notes", env_class_name="Notes", env_class_code=source, status="accepted")
+    state = {
+        "notes": {
+            k: {"note_id": k, "title": t, "folder": f}
+            for k, t, f in (("n1", "Groceries", "home"), ("n2", "Taxes", "work"))
+        }
+    }
+    tools = sandbox.tools(env)
+    names = set()
+    for slot in range(6):
+        calls, _, notes = compose_plan(
+            sandbox,
+            env,
+            state,
+            tools,
+            ScenGeneratorConfig(plan_min_calls=2, plan_max_calls=2, plan_lookups=0, plan_min_records=1),
+            f"n{slot}",
+            0,
+        )
+        assert calls is not None, notes
+        names |= {c.name for c in calls}
+        for call in calls:
+            if call.name == "add_note":
+                assert set(call.arguments["note"]) == {"note_id", "title", "folder"}
+                assert call.arguments["note"]["note_id"] not in state["notes"]
+            else:
+                assert call.arguments["id"] in state["notes"] or call.arguments["id"].startswith("n")
+    assert names == {"add_note", "move_note"}
