@@ -29,6 +29,8 @@ def curve_svg(rounds: list[dict[str, Any]], target: float, band: tuple[float, fl
         'stroke="#2ca02c" stroke-dasharray="6 4"/>',
         f'<line x1="{MARGIN}" x2="{WIDTH - MARGIN}" y1="{HEIGHT - MARGIN}" y2="{HEIGHT - MARGIN}" stroke="black"/>',
         f'<line x1="{MARGIN}" x2="{MARGIN}" y1="{MARGIN}" y2="{HEIGHT - MARGIN}" stroke="black"/>',
+        f'<text x="{WIDTH / 2}" y="22" text-anchor="middle" font-size="14">pass rate per level '
+        f"(target {target:g} dashed, band {band[0]:g}-{band[1]:g} shaded)</text>",
         f'<text x="{WIDTH / 2}" y="{HEIGHT - 10}" text-anchor="middle">state-changing calls</text>',
         f'<text x="14" y="{HEIGHT / 2}" transform="rotate(-90 14 {HEIGHT / 2})" text-anchor="middle">pass rate</text>',
     ]
