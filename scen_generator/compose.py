@@ -13,7 +13,8 @@ a unique name come first, and among them those with a namesake in the state.
 
 The walk then holds the plan to the rules of every ``plan_first`` plan: no redundant step
 (:func:`~scen_generator.plan_first.minimal_plan`), ``plan_min_records`` records changed,
-``plan_lookups`` ids a query tool shows next to their description. A walk that falls short is
+``plan_lookups`` ids a query tool shows next to their description, and checks from its diff that
+pass the proof (:mod:`scen_generator.proof`; the validate step proves it again, unchanged). A walk that falls short is
 restarted with the next random stream (up to ``4 * plan_attempts`` walks); the slot is dropped
 with what was missing. The random stream is seeded by the slot's id and the LLM seed: slots differ, and a
 re-run composes the same plans.
@@ -27,13 +28,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from envscaler_core.artifacts import EnvSpec, ToolCall
+from envscaler_core.artifacts import ChecklistItem, EnvSpec, Scenario, ToolCall
 from envscaler_core.collateral import state_changes
 from envscaler_core.runtime import EnvSession, Sandbox, call_error, format_arguments, state_hash
 from scen_generator.arguments import ArgumentProposer, Draft, StateIndex, is_creating, namesake
 from scen_generator.config import ScenGeneratorConfig
 from scen_generator.lookups import Lookup, descriptions, find_lookups, touched_records
-from scen_generator.plan_first import changing_tools, minimal_plan
+from scen_generator.plan_first import changing_tools, minimal_plan, planned_checks
+from scen_generator.proof import prove
 
 TRIALS_PER_STEP = 40
 """Proposals tried before a step is given up (each is one call in a sandbox session)."""
@@ -267,7 +269,32 @@ def _qualify(
             f"{len(lookups)} of the {goal.lookups} records to look up: no other existing record it works on has a "
             "unique name that a query tool shows next to its id"
         )
-    return lookups, ""
+    return lookups, _unprovable(sandbox, env, state, walk.calls, cfg)
+
+
+def _unprovable(sandbox: Sandbox, env: EnvSpec, state: dict, calls: list[ToolCall], cfg: ScenGeneratorConfig) -> str:
+    """Why the plan's diff checks would fail the proof ("" when they pass it), so that another walk
+    is tried now: two records made alike (a booking cancelled, then the same booking made again)
+    let a mutant without the second satisfy the check written for it."""
+    checks = planned_checks(sandbox, env, state, calls)
+    if not checks:
+        return "the plan changes nothing a checker can compare (only volatile values)"
+    scenario = Scenario(
+        id="composed",
+        env_id=env.env_id,
+        init_config=state,
+        reference_solution=calls,
+        checklist_with_func=[ChecklistItem(check_item=c.item, check_func=c.source) for c in checks],
+    )
+    proof = prove(
+        sandbox,
+        env,
+        scenario,
+        null_bound=cfg.null_reward_bound,
+        max_mutants=cfg.max_mutants,
+        args_must_fail=cfg.arg_mutants_must_fail,
+    )
+    return "" if proof.proven else "its checks would not pass the proof: " + proof.failures[0].line()[:300]
 
 
 def compose_plan(
