@@ -66,6 +66,7 @@ def one_level(envs_file: Path, pool: dict[str, list[dict]], k: int, slots: int, 
         f"plan_max_calls={k}",
         f"plan_min_records={min(args.min_records, k)}",
         f"plan_lookups={args.lookups}",
+        f"plan_links={min(args.links, k - 1)}",
         f"plan_task_writer={args.writer}",
         f"cache_path={args.out / 'llm_cache.sqlite'}",
     ]
@@ -77,6 +78,9 @@ def one_level(envs_file: Path, pool: dict[str, list[dict]], k: int, slots: int, 
     wall = time.monotonic() - started
     scenarios = JsonlStore(out / "scenarios.jsonl", Scenario).read_all()
     proven = [s for s in scenarios if s.status == "proven"]
+    dropped = [s for s in scenarios if s.status == "dropped"] + [
+        s for s in JsonlStore(out / "scen_tasks.jsonl", Scenario).read_all() if s.status == "dropped"
+    ]
     counts = read_json(out / "manifest.json")["stages"]["scen_generator"]["counts"]
     probes = [s.validation.collateral for s in proven if s.validation and s.validation.collateral]
     tried = [p for p in probes if p.call is not None]
@@ -92,14 +96,18 @@ def one_level(envs_file: Path, pool: dict[str, list[dict]], k: int, slots: int, 
         "probes": len(tried),
         "probes_below_1": sum((p.reward or 0.0) < 1.0 for p in tried),
         "caught_by": dict(Counter(p.caught_by for p in tried)),
-        "drops": dict(Counter(_reason(s) for s in scenarios if s.status != "proven")),
+        "drops": dict(Counter(_reason(s) for s in dropped)),
     }
 
 
 def _reason(scenario: Scenario) -> str:
+    """A dropped slot's reason, short: the proof's failure kind, or what the walks lacked."""
     reasons = scenario.validation.reasons if scenario.validation else []
     text = reasons[0] if reasons else "?"
-    return text.split(":")[0] if not text.startswith("no executable plan") else "no executable plan"
+    if text.startswith("no executable plan"):
+        walk = text.split("walk 1: ", 1)[-1].split(" | ")[0]
+        return "no plan: " + walk.split(";")[0].split(":")[0][:60]
+    return text.split(":")[0]
 
 
 def changing_tool_count(envs_file: Path) -> dict[str, int]:
@@ -119,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writer", choices=["template", "model"], default="template")
     parser.add_argument("--lookups", type=int, default=1, help="plan_lookups (default 1)")
     parser.add_argument("--min-records", type=int, default=2, help="plan_min_records (at most K; default 2)")
+    parser.add_argument("--links", type=int, default=0, help="plan_links (at most K - 1; default 0)")
     parser.add_argument("--out", type=Path, default=Path("runs/bench_compose"))
     parser.add_argument("--json", type=Path, help="write the rows here as JSON")
     args = parser.parse_args(argv)
@@ -131,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append({"envs": str(envs_file), "envs_count": len(pool), "changing_tools": tools, **row})
     print(
         format_table(
-            f"composed plans ({args.writer} requests, plan_lookups={args.lookups})",
+            f"composed plans ({args.writer} requests, plan_lookups={args.lookups}, plan_links={args.links})",
             [
                 [
                     Path(r["envs"]).parent.name,
