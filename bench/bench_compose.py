@@ -7,6 +7,7 @@ For each environment file and each K, ``python -m scen_generator run`` (in-proce
 and proves them. ``--writer template`` words the requests without a model; ``--writer model``
 asks the configured endpoint (the embedded model unless ``OPENAI_BASE_URL`` is set).
 
+    .venv/bin/python bench/bench_compose.py                      # the bundled clinic, K = 1..6
     .venv/bin/python bench/bench_compose.py --envs runs/demo/envs.jsonl --calls 1-6 --slots 10
     flock /tmp/envscaler-embedded.lock .venv/bin/python bench/bench_compose.py \
         --envs runs/demo/envs.jsonl --calls 1-4 --writer model --slots 5
@@ -30,6 +31,9 @@ from envscaler_core.progress import format_table
 from envscaler_core.store import JsonlStore, read_json
 from scen_generator.__main__ import main as scen_main
 from scen_generator.probes import is_query_tool
+
+BUNDLED_ENVS = ROOT / "interact_with_env" / "data" / "demo_envs.jsonl"
+BUNDLED_STATES = ROOT / "interact_with_env" / "data" / "demo_scenarios.jsonl"
 
 
 def calls_range(text: str) -> list[int]:
@@ -120,8 +124,12 @@ def changing_tool_count(envs_file: Path) -> dict[str, int]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--envs", type=Path, action="append", required=True, help="an environments file (repeatable)")
-    parser.add_argument("--states", type=Path, help="initial states (scenario records); default: test_state")
+    parser.add_argument(
+        "--envs", type=Path, action="append", help=f"an environments file (repeatable; default {BUNDLED_ENVS})"
+    )
+    parser.add_argument(
+        "--states", type=Path, help=f"initial states (scenario records); default: test_state, or {BUNDLED_STATES}"
+    )
     parser.add_argument("--calls", default="1-6", help="levels, LOW-HIGH (default 1-6)")
     parser.add_argument("--slots", type=int, default=10, help="state slots per environment and level")
     parser.add_argument("--writer", choices=["template", "model"], default="template")
@@ -131,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("runs/bench_compose"))
     parser.add_argument("--json", type=Path, help="write the rows here as JSON")
     args = parser.parse_args(argv)
+    if not args.envs:
+        args.envs, args.states = [BUNDLED_ENVS], args.states or BUNDLED_STATES
     rows = []
     for envs_file in args.envs:
         pool = states_for(envs_file, args.states)

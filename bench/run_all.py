@@ -25,7 +25,15 @@ QUICK = {
     "bench_synthesis.py": ["--rounds", "4"],
     "bench_memory.py": ["--episodes", "400"],
     "bench_openenv.py": ["--sessions", "64", "--hold-s", "5"],
-    "bench_viewer.py": ["--episodes", "1000", "--repeats", "1"],  # runs under .venv-openenv (make setup-openenv)
+    "bench_viewer.py": ["--episodes", "1000", "--repeats", "1"],
+    "bench_compose.py": [
+        "--calls",
+        "1-3",
+        "--slots",
+        "4",
+        "--out",
+        "runs/bench_compose",
+    ],  # runs under .venv-openenv (make setup-openenv)
 }
 EMBEDDED_LOCK = "/tmp/envscaler-embedded.lock"
 
