@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 from envscaler_core.artifacts import Scenario
 from envscaler_core.original_format import load_envs, load_scenarios
 from envscaler_core.progress import format_table
+from envscaler_core.runtime import Sandbox
 from envscaler_core.store import JsonlStore, read_json
 from scen_generator.__main__ import main as scen_main
 from scen_generator.probes import is_query_tool
@@ -115,11 +116,10 @@ def _reason(scenario: Scenario) -> str:
 
 
 def changing_tool_count(envs_file: Path) -> dict[str, int]:
-    return {
-        env_id: sum(not is_query_tool(env, t["function"]["name"]) for t in env.tools)
-        for env_id, env in load_envs(envs_file).items()
-        if env.status == "accepted"
-    }
+    """State-changing tools per accepted environment (tool schemas derived in the sandbox)."""
+    envs = {k: e for k, e in load_envs(envs_file).items() if e.status == "accepted"}
+    with Sandbox(1, 1) as sandbox:
+        return {k: sum(not is_query_tool(e, t["function"]["name"]) for t in sandbox.tools(e)) for k, e in envs.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
