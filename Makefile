@@ -128,7 +128,7 @@ $(ROLL_VENV)/.installed: requirements-roll.txt
 	touch $@
 
 test-roll: setup setup-roll
-	ENVSCALER_GGUF=$$($(PY) -c 'from envscaler_core.llm.models import resolve_model_path as r; print(r("qwen2.5-coder-0.5b")[0])') \
+	ENVSCALER_TEST_GGUF=$$($(PY) -c 'from envscaler_core.llm.models import resolve_model_path as r; print(r("qwen2.5-coder-0.5b")[0])') \
 	PYTHONPATH=$(CURDIR) $(ROLL_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_roll -m roll
 
 # OpenEnv (serve-openenv, export-openenv, OpenEnv's own clients): openenv 0.10.0 needs fastmcp 3 and

@@ -8,16 +8,20 @@ import pytest
 
 from envscaler_core.testing import ScriptedServer
 
-# Tests never reach a real endpoint by accident and never print progress bars.
-for _var in (
-    "OPENAI_BASE_URL",
-    "OPENAI_API_KEY",
-    "OPENAI_MODEL",
-    "USER_OPENAI_BASE_URL",
-    "USER_OPENAI_API_KEY",
-    "ENVSCALER_EMBEDDED_URL",
-):
-    os.environ.pop(_var, None)
+# Tests never reach a real endpoint by accident, and no setting of the shell that runs them steers
+# them: every ENVSCALER_*, USER_* and OPENAI_* variable is cleared, but the interpreters of the tier
+# venvs and the model file the Makefile hands a tier (they say where a test runs, not what it does).
+TIER_PLUMBING = frozenset(
+    {
+        "ENVSCALER_TRAIN_PYTHON",
+        "ENVSCALER_TRL_PYTHON",
+        "ENVSCALER_OPENENV_PYTHON",
+        "ENVSCALER_VERIFIERS_PYTHON",
+        "ENVSCALER_TEST_GGUF",
+    }
+)
+for _var in [v for v in os.environ if v.startswith(("ENVSCALER_", "USER_", "OPENAI_")) and v not in TIER_PLUMBING]:
+    del os.environ[_var]
 os.environ.setdefault("ENVSCALER_NO_PROGRESS", "1")
 
 

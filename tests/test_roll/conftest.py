@@ -32,13 +32,18 @@ def roll_workdir(tmp_path_factory):
 def tiny_model(roll_workdir):
     """The tiny model built from the shipped GGUF (``sft tiny-model``) in this venv: its tokenizer
     is the real Qwen2.5 one, so the scripted replies tokenize here as ROLL re-tokenizes them."""
+    from pathlib import Path
+
     from envscaler_core.llm.models import ModelUnavailable, resolve_model_path
     from sft.tiny_model import build_tiny_model
 
-    try:
-        gguf, _ = resolve_model_path("qwen2.5-coder-0.5b")
-    except ModelUnavailable as exc:
-        pytest.fail(f"{exc} (make test-roll passes ENVSCALER_GGUF from the main venv)")
+    if os.environ.get("ENVSCALER_TEST_GGUF"):  # this venv has no weights package: the main venv's file
+        gguf = Path(os.environ["ENVSCALER_TEST_GGUF"])
+    else:
+        try:
+            gguf, _ = resolve_model_path("qwen2.5-coder-0.5b")
+        except ModelUnavailable as exc:
+            pytest.fail(f"{exc} (make test-roll passes ENVSCALER_TEST_GGUF from the main venv)")
     return build_tiny_model(gguf, harness.REPO / "runs" / ".roll-cache" / "tiny-qwen2")
 
 
