@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import select
 import threading
 import time
 import uuid
@@ -107,7 +108,7 @@ class ScriptedServer:
         faults: Iterable[str] = FAULT_KINDS,
         seed: int = 0,
         latency_s: float = 0.0,
-        timeout_sleep_s: float = 3.0,
+        timeout_sleep_s: float = 30.0,
     ):
         self.policy = policy or (lambda request: Reply.text("ok"))
         self.script = list(script)
@@ -317,8 +318,13 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             elif kind == "500":
                 self._send(500, b'{"error": {"message": "internal error"}}')
             elif kind == "timeout":
-                time.sleep(server.timeout_sleep_s)
-                self._send(500, b'{"error": {"message": "late"}}')
+                # held until the client gives up (its end of the connection closes: a client sends
+                # nothing more on it before an answer), at most timeout_sleep_s
+                gave_up, _, _ = select.select([self.connection], [], [], server.timeout_sleep_s)
+                if gave_up:
+                    self.close_connection = True
+                else:
+                    self._send(500, b'{"error": {"message": "late"}}')
             elif kind == "malformed":
                 self._send(200, b'{"id": "x", "choices": [ {"message": ')
             elif kind == "empty":

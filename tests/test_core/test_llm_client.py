@@ -42,7 +42,7 @@ def test_plain_chat_and_usage(scripted):
 
 @pytest.mark.parametrize("kind", FAULT_KINDS)
 def test_each_fault_is_retried_then_succeeds(kind):
-    with ScriptedServer(script=[Reply.error(kind), Reply.text("recovered")], timeout_sleep_s=3.0) as server:
+    with ScriptedServer(script=[Reply.error(kind), Reply.text("recovered")]) as server:
         client = LLMClient(server.config(timeout_s=1.0))
         assert run(client.chat(MSG)).content == "recovered"
         assert server.faults_served == [kind]
@@ -51,7 +51,7 @@ def test_each_fault_is_retried_then_succeeds(kind):
 
 @pytest.mark.parametrize("kind", FAULT_KINDS)
 def test_each_fault_gives_clear_error_after_retry_budget(kind):
-    with ScriptedServer(policy=lambda r: Reply.error(kind), timeout_sleep_s=1.5) as server:
+    with ScriptedServer(policy=lambda r: Reply.error(kind)) as server:
         client = LLMClient(server.config(timeout_s=0.5, max_retries=2))
         with pytest.raises(LLMError, match="failed after 3 attempts"):
             run(client.chat(MSG))

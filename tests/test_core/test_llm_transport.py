@@ -48,6 +48,7 @@ class RawServer:
     def __init__(self, responses: list[bytes], close_after: bool = False) -> None:
         self.responses, self.close_after = list(responses), close_after
         self.connections = 0
+        self.closed = threading.Semaphore(0)  # released as the server closes each connection
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.base_url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
         threading.Thread(target=self._accept, daemon=True).start()
@@ -62,8 +63,13 @@ class RawServer:
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
-        reader = conn.makefile("rb")
-        with conn:
+        try:
+            self._answer_all(conn)
+        finally:
+            self.closed.release()
+
+    def _answer_all(self, conn: socket.socket) -> None:
+        with conn, conn.makefile("rb") as reader:  # the socket closes with its last reference
             while self.responses:
                 head = b""
                 while not head.endswith(b"\r\n\r\n"):
@@ -129,7 +135,7 @@ def test_connection_closed_while_idle_is_replaced_without_a_retry(raw):
         out = []
         for _ in range(3):
             out.append(await client.chat(MSG))
-            await asyncio.sleep(0.05)  # the server closes the connection in the meantime
+            await asyncio.to_thread(server.closed.acquire)  # the server has closed it: idle and dead
         return out
 
     assert [r.content for r in asyncio.run(three())] == ["fine"] * 3

@@ -83,9 +83,8 @@ def test_a_host_killed_before_it_leads_its_own_group_dies_too():
     (seen when a pool closed right after replacing a worker: 'did not die' after 5 s)."""
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])  # in our group
     try:
-        started = time.monotonic()
-        assert kill_group(proc)
-        assert proc.returncode == -signal.SIGKILL and time.monotonic() - started < 4
+        assert kill_group(proc)  # False when the process outlived its wait
+        assert proc.returncode == -signal.SIGKILL
     finally:
         proc.kill()
         proc.wait()
@@ -205,7 +204,8 @@ def test_hosts_switch_between_more_environments_than_templates():
 
 
 def _wait_gone(pid: int) -> None:
-    deadline = time.monotonic() + 5
+    """Waits until ``pid`` has exited (a zombie counts: its parent may not have reaped it yet)."""
+    deadline = time.monotonic() + 60  # a hang guard: a SIGKILLed process exits at once
     while time.monotonic() < deadline:
         try:
             with open(f"/proc/{pid}/stat") as fh:
@@ -220,9 +220,9 @@ def _wait_gone(pid: int) -> None:
 def test_a_template_that_died_is_replaced():
     with WorkerPool(size=1, limits=FAST_LIMITS) as pool:
         first = where(pool)
-        time.sleep(0.2)  # the template has reported that session's end
+        pool.release(pool.acquire())  # acquiring settles the close: the host has reported that session's end
         os.kill(first["parent"], signal.SIGKILL)
-        time.sleep(0.2)
+        _wait_gone(first["parent"])  # the host finds its template dead before the next session
         second = where(pool)
         assert second["parent"] != first["parent"] and second["hits"] == 1
         with EnvSession(pool, TRACER, "Tracer") as session:  # dies under a session: a crash, then restored

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
@@ -29,13 +28,13 @@ def box():
 
 
 def test_checks_replays_and_schemas_never_wait_for_sessions(box):
-    with box.open(ENV, STATE) as session:  # the only session worker is held
-        started = time.perf_counter()
+    # the only session worker is held: work that waited for one would end as pool_busy after
+    # BUSY.acquire_timeout_s, an error result or replay error, never a "true" verdict or a clean replay
+    with box.open(ENV, STATE) as session:
         assert [r.status for r in box.check([TRUE, TRUE], {}, {})] == ["true", "true"]
         replay = box.replay(ENV, STATE, [ToolCall(name="get_book", arguments={"book_id": "b1"})])
         assert replay.results[0].ok and not replay.errors and replay.final_hash
         assert box.compute_schemas(ENV.env_class_code, ENV.env_class_name)
-        assert time.perf_counter() - started < BUSY.acquire_timeout_s * 5
         assert session.call("get_book", {"book_id": "b1"}).ok
 
 

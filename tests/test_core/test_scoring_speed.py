@@ -90,14 +90,14 @@ def test_prepare_replays_a_scenario_reference_once_and_the_score_reuses_it():
     class ReplayingSandbox(CountingSandbox):
         def __init__(self) -> None:
             super().__init__(delay=0)
-            self.replays, self.threads = 0, Threads(2)
+            self.replays, self.threads, self.release = 0, Threads(2), threading.Event()
 
         def in_background(self, fn, *args):
             return self.threads.submit(fn, *args)
 
         def replay(self, env, state, calls):
             self.replays += 1
-            time.sleep(0.1)
+            self.release.wait()
             return Replay(initial_state=state, final_state=FINAL, final_hash=state_hash(FINAL))
 
     env = EnvSpec(id="e", env_class_name="C", env_class_code="class C: pass", status="accepted")
@@ -114,6 +114,7 @@ def test_prepare_replays_a_scenario_reference_once_and_the_score_reuses_it():
     scorer = Scorer(sandbox)
     first = scorer.prepare(env, scenario)
     assert scorer.prepare(env, scenario) is first and not first.done()  # started, and only once
+    sandbox.release.set()
     assert first.result(timeout=5).state_hash == state_hash(FINAL)
     assert scorer.score(env, scenario, INITIAL, FINAL).reward.state_match is True
     assert sandbox.replays == 1
@@ -128,8 +129,11 @@ def test_a_first_score_checks_the_states_it_passed_through_side_by_side():
 
     class ConcurrentSandbox(CountingSandbox):
         def __init__(self) -> None:
-            super().__init__(delay=0.6)  # long enough for the background check to overlap, even on a loaded machine
+            super().__init__(delay=0)
             self.threads, self.in_flight, self.most = Threads(4), 0, 0
+            # each check waits for a second one to start: two states checked one after the other
+            # break the barrier at its hang guard, and the score reports checker errors
+            self.overlap = threading.Barrier(2, timeout=60)
 
         def in_background(self, fn, *args):
             return self.threads.submit(fn, *args)
@@ -139,6 +143,7 @@ def test_a_first_score_checks_the_states_it_passed_through_side_by_side():
                 self.in_flight += 1
                 self.most = max(self.most, self.in_flight)
             try:
+                self.overlap.wait()
                 return super().check(funcs, final, initial, timeout_s)
             finally:
                 with self.lock:

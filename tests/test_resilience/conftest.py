@@ -14,7 +14,7 @@ FAULT_SEED = 4
 @pytest.fixture
 def faulty_env(monkeypatch):
     """A server answering 20% of requests with a fault, exported as OPENAI_BASE_URL."""
-    with ScriptedServer(fault_rate=FAULT_RATE, seed=FAULT_SEED, timeout_sleep_s=0.6) as server:
+    with ScriptedServer(fault_rate=FAULT_RATE, seed=FAULT_SEED) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
         monkeypatch.setenv("OPENAI_MODEL", "scripted")

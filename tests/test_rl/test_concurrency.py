@@ -2,9 +2,9 @@
 sandbox of 8 session workers (the shipped ROLL YAML runs 32 envs per worker with ``pool_size: 8``).
 
 Every episode must finish with its correct reward (progress reward on, so scoring needs checkers
-while other envs hold every session worker), no call may stall for an acquire timeout, and the
-time per episode at K = 32 must stay within 2x of K = 4 (the wall time itself cannot: K = 32 runs
-8x the episodes on 8 session workers).
+while other envs hold every session worker). On a quiet machine (``perf``), no call may stall for an
+acquire timeout, and the time per episode at K = 32 must stay within 2x of K = 4 (the wall time
+itself cannot: K = 32 runs 8x the episodes on 8 session workers).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import threading
 import time
 
 import gem
+import pytest
 
 from rl.register import register_envs
 from tests.test_rl.shop import call
@@ -85,9 +86,8 @@ def run(shop_paths, k: int, pool: int = POOL, lock=None) -> tuple[float, list, f
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=max(0.0, 4 * STALL_S - (time.perf_counter() - started)))
+        thread.join()  # a deadlock is stopped by the test's timeout
     wall = time.perf_counter() - started
-    assert not any(t.is_alive() for t in threads), f"{sum(t.is_alive() for t in threads)}/{k} env threads stalled"
     sandbox = getattr(envs[0].core, "sandbox", None)
     if sandbox is not None:  # every episode was scored: its session worker is back without a reset/close
         assert sandbox.session_pool.idle_workers == sandbox.session_capacity == pool
@@ -104,7 +104,15 @@ def check(results: list, k: int) -> None:
         assert "checker_error" not in flags, flags
 
 
-def test_32_envs_on_8_workers_finish_with_their_rewards_without_stalls(shop_paths, capsys):
+@pytest.mark.timeout(600)
+def test_32_envs_on_8_workers_finish_with_their_rewards(shop_paths):
+    _, results, _ = run(shop_paths, 32)
+    check(results, 32)
+
+
+@pytest.mark.perf
+@pytest.mark.timeout(600)
+def test_32_envs_on_8_workers_do_not_stall_or_slow_each_episode_down(shop_paths, capsys):
     run(shop_paths, 1)  # warm-up: the process-wide sandbox starts its workers
     timed = {}
     for k in (4, 32, 4, 32):  # best of two each, interleaved: the machine is shared
@@ -123,6 +131,7 @@ def test_32_envs_on_8_workers_finish_with_their_rewards_without_stalls(shop_path
     assert per32 <= 2 * per4, f"K=32 takes {per32:.3f}s per episode, K=4 {per4:.3f}s"
 
 
+@pytest.mark.timeout(600)
 def test_more_envs_than_workers_under_one_process_lock_do_not_deadlock(shop_paths, capsys):
     """ROLL's use_thread_lock: reset/step under one lock, generation outside it. Before parking, the
     first reset that found no idle worker waited under the lock for a worker whose env was waiting
@@ -132,4 +141,3 @@ def test_more_envs_than_workers_under_one_process_lock_do_not_deadlock(shop_path
     check(results, k)
     with capsys.disabled():
         print(f"\nK={k} on {pool} workers under one lock: {wall:.2f}s, slowest call {slowest:.2f}s")
-    assert slowest < STALL_S, f"a call waited {slowest:.1f}s"
