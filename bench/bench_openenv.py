@@ -19,8 +19,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -183,46 +181,6 @@ def _pct(values: list[float], pct: int) -> float | None:
     return round(ordered[min(len(ordered) - 1, int(len(ordered) * pct / 100))], 3)
 
 
-# ---------------------------------------------------------------------------- server
-def start_server(args: argparse.Namespace, log_path: Path) -> tuple[subprocess.Popen, str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    cmd = [
-        sys.executable,
-        "-m",
-        "interact_with_env",
-        "serve-openenv",
-        "--envs",
-        str(args.envs),
-        "--scenarios",
-        str(args.scenarios),
-        "--port",
-        str(port),
-        "--max-sessions",
-        str(args.sessions + 8),
-        "--call-timeout-s",
-        "30",
-        *args.server_arg,
-    ]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log_path.open("w"), stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    import httpx
-
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            sys.exit(f"serve-openenv exited {proc.returncode}:\n{log_path.read_text()}")
-        try:
-            if httpx.get(url + "/health", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    proc.kill()
-    sys.exit(f"serve-openenv not ready:\n{log_path.read_text()}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=1024)
@@ -240,20 +198,16 @@ def main() -> None:
 
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    from envscaler_core.launch import serve_openenv
+
+    server_args = ["--max-sessions", str(args.sessions + 8), "--call-timeout-s", "30", *args.server_arg]
     with tempfile.TemporaryDirectory() as tmp:
         log_path = Path(tmp) / "server.log"
-        proc, url = start_server(args, log_path)
-        try:
-            figures = asyncio.run(drive(url, args, proc.pid))
+        with serve_openenv(args.envs, args.scenarios, *server_args, log_path=log_path, cwd=ROOT) as server:
+            figures = asyncio.run(drive(server.url, args, server.proc.pid))
             import httpx
 
-            figures["server_metrics"] = httpx.get(url + "/envscaler/metrics", timeout=30).json()
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            figures["server_metrics"] = httpx.get(server.url + "/envscaler/metrics", timeout=30).json()
         figures["server_log_tail"] = log_path.read_text()[-1500:]
     figures.update(hold_s=args.hold_s, call_every_s=args.call_every_s, cpus=os.cpu_count())
     text = json.dumps(figures, indent=1)

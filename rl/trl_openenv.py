@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import operator
 import threading
 from collections.abc import Callable
@@ -295,7 +294,3 @@ def _class_name(env_id: str) -> str:
     """A class name for ``env_id`` (TRL logs the env's reward under it: ``rewards/<name>/mean``)."""
     cleaned = "".join(ch if ch.isalnum() else "_" for ch in env_id)
     return f"EnvScaler_{cleaned}"
-
-
-def episode_json(record: EpisodeRecord) -> str:
-    return json.dumps(record.__dict__, ensure_ascii=False)

@@ -14,20 +14,16 @@ the server's checklist reward. The same command serves CPU smoke runs (a tiny mo
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import os
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from envscaler_core.cli import UserError
 from envscaler_core.config import parse_overrides
+from envscaler_core.launch import serve_openenv
 
 SMOKE_DEFAULTS: dict[str, Any] = {
     "max_steps": 4,
@@ -45,7 +41,6 @@ SMOKE_DEFAULTS: dict[str, Any] = {
     "seed": 0,
     "dataloader_num_workers": 0,
 }
-SERVER_READY_S = 120.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,60 +70,6 @@ def _import_trl():
     except ImportError as exc:
         raise UserError(f"TRL is not importable ({exc}): run `make setup-trl` and use .venv-trl/bin/python") from None
     return Dataset, GRPOConfig, GRPOTrainer
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_healthy(url: str, proc: subprocess.Popen, log: Path) -> None:
-    import httpx
-
-    deadline = time.monotonic() + SERVER_READY_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise UserError(f"serve-openenv exited {proc.returncode}: {log.read_text()[-2000:]}")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(url + "/health", timeout=2).status_code == 200:
-                return
-        time.sleep(0.3)
-    raise UserError(f"serve-openenv not ready after {SERVER_READY_S:.0f} s: {log.read_text()[-2000:]}")
-
-
-@contextlib.contextmanager
-def local_server(envs: Path, scenarios: Path, out: Path, max_sessions: int) -> Iterator[str]:
-    """``serve-openenv`` of this interpreter on a free loopback port, for the block's duration."""
-    port = _free_port()
-    log = out / "openenv_server.log"
-    cmd = [
-        sys.executable,
-        "-m",
-        "interact_with_env",
-        "serve-openenv",
-        "--envs",
-        str(envs),
-        "--scenarios",
-        str(scenarios),
-        "--port",
-        str(port),
-        "--max-sessions",
-        str(max_sessions),
-    ]
-    with log.open("w") as sink:
-        proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, proc, log)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
 
 
 def _scenario_ids(args: argparse.Namespace) -> list[str]:
@@ -192,8 +133,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         # Every rollout of a generation batch holds one server session, plus the probes.
         sessions = 2 * int(settings.get("generation_batch_size") or settings["per_device_train_batch_size"]) + 8
-        with local_server(args.envs, args.scenarios, args.out, sessions) as url:
-            summary = _train(args, url, None, settings)
+        with serve_openenv(
+            args.envs, args.scenarios, "--max-sessions", str(sessions), log_path=args.out / "openenv_server.log"
+        ) as server:
+            summary = _train(args, server.url, None, settings)
     (args.out / "trl_summary.json").write_text(json.dumps(summary, indent=2))
     print(json.dumps({"trl_summary": summary}))
     return 0 if summary["loss_finite"] and summary["episodes"] else 1

@@ -26,7 +26,7 @@ from scen_generator.diff_checks import DiffCheck, added_records, diff_checks, mi
 from scen_generator.lookups import Lookup, description, find_lookups, given_ids, hide_ids, leaves, touched_records
 from scen_generator.probes import is_query_tool
 from scen_generator.reference import reference_model
-from scen_generator.tasks import TaskDraft, clean_task, task_problem
+from scen_generator.tasks import draft_task, task_problem
 
 
 def changing_tools(env: EnvSpec, tools: list[dict]) -> list[dict]:
@@ -323,19 +323,11 @@ async def generate_planned_task(
     problems: list[str] = []
     last = ""
     for attempt in range(cfg.task_attempts):
-        try:
-            draft = await client.structured(
-                messages,
-                TaskDraft,
-                temperature=cfg.task_temperature,
-                max_tokens=cfg.max_tokens,
-                cache_salt=f"plantask:{attempt}",
-                label=label,
-            )
-        except StructuredOutputError as exc:
-            problems.append(f"attempt {attempt + 1}: {str(exc)[:300]}")
+        drafted = await draft_task(client, messages, cfg, f"plantask:{attempt}", label)
+        if isinstance(drafted, str):
+            problems.append(f"attempt {attempt + 1}: {drafted}")
             continue
-        task = clean_task(draft.task)
+        draft, task = drafted
         found, fixes = _task_problems(task, checks, cfg.plan_task_min_words, lookups)
         if not found:
             return task, problems

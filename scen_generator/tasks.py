@@ -33,6 +33,24 @@ def task_problem(task: str, min_words: int) -> str | None:
     return f"the task has {words} words; it needs at least {min_words}" if words < min_words else None
 
 
+async def draft_task(
+    client: LLMClient, messages: list[dict], cfg: ScenGeneratorConfig, cache_salt: str, label: str
+) -> tuple[TaskDraft, str] | str:
+    """One structured request for a task: (the draft, its task cleaned), or why it failed."""
+    try:
+        draft = await client.structured(
+            messages,
+            TaskDraft,
+            temperature=cfg.task_temperature,
+            max_tokens=cfg.max_tokens,
+            cache_salt=cache_salt,
+            label=label,
+        )
+    except StructuredOutputError as exc:
+        return str(exc)[:300]
+    return draft, clean_task(draft.task)
+
+
 async def generate_task(
     client: LLMClient, env: EnvSpec, state: dict, tools: list[dict], cfg: ScenGeneratorConfig, label: str
 ) -> tuple[str | None, list[str]]:
@@ -50,19 +68,11 @@ async def generate_task(
     messages = [{"role": "user", "content": prompt}]
     problems: list[str] = []
     for attempt in range(cfg.task_attempts):
-        try:
-            draft = await client.structured(
-                messages,
-                TaskDraft,
-                temperature=cfg.task_temperature,
-                max_tokens=cfg.max_tokens,
-                cache_salt=f"task:{attempt}",
-                label=label,
-            )
-        except StructuredOutputError as exc:
-            problems.append(f"attempt {attempt + 1}: {str(exc)[:300]}")
+        drafted = await draft_task(client, messages, cfg, f"task:{attempt}", label)
+        if isinstance(drafted, str):
+            problems.append(f"attempt {attempt + 1}: {drafted}")
             continue
-        task = clean_task(draft.task)
+        draft, task = drafted
         problem = task_problem(task, cfg.task_min_words)
         if problem is None:
             return task, problems

@@ -12,7 +12,6 @@ import atexit
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -21,17 +20,12 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from envscaler_core.launch import free_port
 from envscaler_core.llm.models import resolve_model_path
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _server: EmbeddedServer | None = None
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass

@@ -227,10 +227,6 @@ class Sandbox:
     def session_capacity(self) -> int:
         return self._sessions.size
 
-    @property
-    def checker_capacity(self) -> int:
-        return self._oneshots.size
-
     # ------------------------------------------------------------------ sessions
     def open(self, env: EnvSpec, state: dict | None = None, *, seed: int | None = None) -> EnvSession:
         """A session of ``env`` in ``state`` (also its ``init_config``); raises :class:`EnvLoadError`."""

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
-import subprocess
-import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from envscaler_core.artifacts import Scenario, ToolCall
+from envscaler_core.launch import serve_openenv
 from tests.test_rl import shop
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,57 +70,15 @@ def data_files(tmp_path_factory) -> tuple[Path, Path]:
     return envs, scens
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @contextlib.contextmanager
 def serving(
     envs: Path, scenarios_path: Path, log_dir: Path, python: str | None = None, env: dict[str, str] | None = None
 ) -> Iterator[str]:
     """``serve-openenv`` (from the OpenEnv venv unless ``python`` is given) until the block ends; yields its URL."""
     python = python or tier_python("ENVSCALER_OPENENV_PYTHON", ".venv-openenv", "setup-openenv")
-    port = free_port()
-    log = log_dir / f"openenv-server-{port}.log"
-    with log.open("w") as sink:
-        proc = subprocess.Popen(
-            [
-                python,
-                "-m",
-                "interact_with_env",
-                "serve-openenv",
-                "--envs",
-                str(envs),
-                "--scenarios",
-                str(scenarios_path),
-                "--port",
-                str(port),
-            ],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            cwd=REPO,
-            env={**os.environ, **(env or {})},
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, f"serve-openenv exited {proc.returncode}:\n{log.read_text()}"
-            assert time.monotonic() < deadline, f"serve-openenv not ready:\n{log.read_text()}"
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(url + "/health", timeout=2).status_code == 200:
-                    break
-            time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+    log_path = log_dir / f"openenv-server-{uuid.uuid4().hex[:8]}.log"
+    with serve_openenv(envs, scenarios_path, log_path=log_path, python=python, cwd=REPO, env=env) as server:
+        yield server.url
 
 
 @pytest.fixture(scope="module")

@@ -126,7 +126,7 @@ def test_serve_command_starts_and_stops_cleanly():
     import sys
     import urllib.request
 
-    from envscaler_core.llm.embedded import free_port
+    from envscaler_core.launch import free_port
 
     port = free_port()
     proc = subprocess.Popen(

@@ -7,11 +7,7 @@ environment and a counter environment whose tools loop forever or raise.
 from __future__ import annotations
 
 import contextlib
-import os
-import socket
-import subprocess
-import sys
-import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +15,7 @@ import httpx
 import pytest
 
 from envscaler_core.artifacts import ChecklistItem, Difficulty, EnvSpec, Scenario, ToolCall
+from envscaler_core.launch import RunningServer, serve_openenv
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).parent
@@ -85,12 +82,6 @@ def data_files(tmp_path_factory) -> tuple[Path, Path]:
     return envs, scenarios
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @contextlib.contextmanager
 def serving(
     envs: Path,
@@ -100,64 +91,23 @@ def serving(
     token_in_env: bool = False,
     env: dict | None = None,
 ) -> Iterator[Server]:
-    """``serve-openenv`` in a subprocess until the block ends (its stderr kept for the test)."""
-    port = free_port()
-    log = (envs.parent / f"server-{port}.log").open("w+")
-    cmd = [
-        sys.executable,
-        "-m",
-        "interact_with_env",
-        "serve-openenv",
-        "--envs",
-        str(envs),
-        "--scenarios",
-        str(scenarios),
-        "--port",
-        str(port),
-        *extra,
-    ]
+    """``serve-openenv`` in a subprocess until the block ends (its output kept for the test)."""
     env = dict(env or {})
     if token and token_in_env:
         env["ENVSCALER_OPENENV_TOKEN"] = token
     elif token:
-        cmd += ["--token", token]
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env={**os.environ, **env})
-    server = Server(f"http://127.0.0.1:{port}", proc, Path(log.name), token)
-    server.data = (envs, scenarios)
-    try:
-        server.wait_ready()
-        yield server
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        log.close()
+        extra = (*extra, "--token", token)
+    log_path = envs.parent / f"server-{uuid.uuid4().hex[:8]}.log"
+    with serve_openenv(envs, scenarios, *extra, log_path=log_path, token=token, cwd=REPO, env=env) as running:
+        yield Server(running, (envs, scenarios))
 
 
 class Server:
-    def __init__(self, url: str, proc: subprocess.Popen, log: Path, token: str | None) -> None:
-        self.url, self.proc, self.log_path, self.token = url, proc, log, token
+    """A running server with the data it serves, and its metrics."""
 
-    @property
-    def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
-
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-    def wait_ready(self, timeout_s: float = 90.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"serve-openenv exited {self.proc.returncode}:\n{self.log()}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(self.url + "/health", headers=self.headers, timeout=2).status_code == 200:
-                    return
-            time.sleep(0.2)
-        raise RuntimeError(f"serve-openenv not ready after {timeout_s} s:\n{self.log()}")
+    def __init__(self, running: RunningServer, data: tuple[Path, Path]) -> None:
+        self.running, self.data = running, data
+        self.url, self.proc, self.headers, self.log = running.url, running.proc, running.headers, running.log
 
     def metrics(self) -> dict:
         return httpx.get(self.url + "/envscaler/metrics", headers=self.headers, timeout=10).json()

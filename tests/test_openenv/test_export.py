@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -23,9 +22,10 @@ from openenv.validation import Level, run_validation
 from openenv.validation.providers import ExecResult, StartupError
 from openenv.validation.types import CheckStatus, ProviderCapability
 
+from envscaler_core.cli import UserError
+from envscaler_core.launch import free_port, wait_ready
 from interact_with_env.__main__ import main
 from tests.test_openenv.clients import play
-from tests.test_openenv.conftest import free_port
 
 pytestmark = pytest.mark.openenv
 
@@ -87,15 +87,10 @@ def folder_server(folder: Path, *argv: str, env: dict | None = None):
 
 
 def wait_healthy(url: str, proc: subprocess.Popen, headers: dict | None = None, timeout_s: float = 90) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise StartupError(f"the folder's server exited {proc.returncode}")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(url + "/health", headers=headers, timeout=2).status_code == 200:
-                return
-        time.sleep(0.2)
-    raise StartupError("the folder's server did not become healthy")
+    try:
+        wait_ready(url + "/health", proc, "the folder's server", timeout_s, headers)
+    except UserError as exc:  # what OpenEnv's validation expects of a provider
+        raise StartupError(str(exc)) from exc
 
 
 class LocalProcessProvider:
