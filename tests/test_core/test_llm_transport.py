@@ -1,5 +1,6 @@
 """The lean chat transport against a raw HTTP server: framing real servers use (chunked SSE,
-connections closed while idle), connection reuse, and the SDK fallback behind a proxy."""
+connections closed while idle), connection reuse, the SDK fallback behind a proxy, and real
+requests through each transport."""
 
 import asyncio
 import json
@@ -12,6 +13,7 @@ import pytest
 from envscaler_core.llm.client import LLMClient, LLMError
 from envscaler_core.llm.config import LLMConfig
 from envscaler_core.llm.transport import LeanTransport, SdkTransport, make_transport
+from envscaler_core.testing import Reply, ScriptedServer
 
 MSG = [{"role": "user", "content": "hi"}]
 ANSWER = {
@@ -235,3 +237,49 @@ def test_proxy_environment_selects_the_sdk(monkeypatch):
     monkeypatch.setenv("NO_PROXY", "api.example")
     assert isinstance(make_transport("http://api.example/v1", "sk", 5), LeanTransport)
     assert isinstance(make_transport("https://api.example/v1", "sk", 5, "sdk"), SdkTransport)
+
+
+@pytest.mark.parametrize("kind,cls", [("lean", LeanTransport), ("sdk", SdkTransport)])
+def test_each_transport_sends_real_requests_to_an_openai_compatible_server(kind, cls):
+    script = [
+        Reply.text("plain"),
+        Reply.tool_call("get_weather", {"city": "Oslo"}),
+        Reply.text("streamed answer"),
+        Reply.error("429"),
+    ]
+    with ScriptedServer(script=script) as server:
+        transport = make_transport(server.base_url, "sk-test", 5, kind)
+        assert isinstance(transport, cls)
+        body = {"model": "m", "messages": MSG}
+
+        async def exchange():
+            plain_answer = await transport.post("/chat/completions", body)
+            tool_answer = await transport.post("/chat/completions", body)
+            events = [event async for event in transport.stream("/chat/completions", body | {"stream": True})]
+            with pytest.raises(openai.RateLimitError):
+                await transport.post("/chat/completions", body)
+            transport.close()
+            return plain_answer, tool_answer, events
+
+        plain_answer, tool_answer, events = asyncio.run(exchange())
+    assert plain_answer["choices"][0]["message"]["content"] == "plain"
+    call = tool_answer["choices"][0]["message"]["tool_calls"][0]["function"]
+    assert call["name"] == "get_weather" and json.loads(call["arguments"]) == {"city": "Oslo"}
+    streamed = "".join(e["choices"][0]["delta"].get("content") or "" for e in events if e.get("choices"))
+    assert streamed == "streamed answer"
+    assert len(server.completion_requests) == 4
+
+
+@pytest.mark.parametrize("kind", ["lean", "sdk"])
+def test_the_client_retries_and_streams_through_each_transport(kind, monkeypatch):
+    monkeypatch.setenv("ENVSCALER_LLM_TRANSPORT", kind)
+    script = [Reply.error("500"), Reply.tool_call("get_weather", {"city": "Oslo"}), Reply.text("a streamed reply")]
+    with ScriptedServer(script=script) as server:
+        client = LLMClient(server.config())
+
+        async def both():
+            return await client.chat(MSG), await client.chat(MSG, stream=True)
+
+        called, streamed = asyncio.run(both())
+    assert called.tool_calls[0]["function"]["name"] == "get_weather" and client.meter.total().errors == 1
+    assert streamed.content == "a streamed reply"
