@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from enum import StrEnum
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
@@ -407,6 +408,19 @@ class RewardBreakdown(ArtifactModel):
     """The share of checks that are True, before the collateral gate."""
     collateral: list[str] = Field(default_factory=list)
     """What the episode changed outside what the reference changes (``books/B7``, ``members/M1/fines``)."""
+
+
+class Termination(StrEnum):
+    """How an episode ended (``Trajectory.termination``: stored as its value)."""
+
+    AGENT_ANSWERED = "agent_answered"  # task mode: the agent answered without a tool call
+    AGENT_EMPTY = "agent_empty"  # the agent's turn was empty
+    USER_STOP = "user_stop"  # user mode: the simulated user ended the conversation
+    USER_EMPTY = "user_empty"  # the simulated user's turn was empty
+    MAX_STEPS = "max_steps"  # the agent's turn budget ran out
+    STOPPED_BY_PLAYER = "stopped_by_player"  # a person stopped it in the play demo
+    SCORED = "scored"  # an RL environment scored it before it ended by itself
+    UNFINISHED = "unfinished"  # not ended when its trajectory was taken
 
 
 class Trajectory(Record):

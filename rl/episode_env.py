@@ -25,7 +25,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from envscaler_core.artifacts import Trajectory
+from envscaler_core.artifacts import Termination, Trajectory
 from envscaler_core.llm import LLMClient, resolve_llm_config
 from envscaler_core.rollout import ChecklistReward, Episode, RolloutEngine, RolloutSettings, ScenarioEnvs
 from envscaler_core.runtime import Sandbox
@@ -171,7 +171,7 @@ class EpisodeEnv:
         observation = "\n".join(
             m.get("content") or "" for m in self.episode.messages[before_msgs:] if m["role"] != "assistant"
         )
-        truncated = self.episode.termination == "max_steps"
+        truncated = self.episode.termination == Termination.MAX_STEPS
         terminated = self.episode.done and not truncated
         reward = self._reward(new_steps)
         info = {
@@ -224,11 +224,11 @@ class EpisodeEnv:
         if self.final_reward is not None:
             return self.final_reward
         if not self.live.done:
-            self.live.stop("scored")
+            self.live.stop(Termination.SCORED)
         final_state = self._run(self._env.snapshot())
         self.close_episode()  # the worker goes back to the pool before scoring, not at the next reset
         self._trajectory = self._run(self.engine.finish(self.live, final_state))
-        truncated = self.live.termination == "max_steps"
+        truncated = self.live.termination == Termination.MAX_STEPS
         scored = self.options.reward_on_truncation or not truncated
         self.final_reward = self._trajectory.reward.final if scored else 0.0
         return self.final_reward

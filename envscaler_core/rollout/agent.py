@@ -23,7 +23,7 @@ from envscaler_core.llm import EmptyResponseError, LLMClient
 from envscaler_core.llm.schema import AGENT_TURN, agent_turn_schema, turn_format
 from envscaler_core.prompts import render_prompt
 from envscaler_core.rollout.types import RolloutSettings
-from envscaler_core.runtime import CallResult
+from envscaler_core.runtime import CallResult, ErrorType, error_observation
 from envscaler_core.toolformat import (
     TextTurn,
     format_error_message,
@@ -226,10 +226,7 @@ class AgentPolicy:
         self, results: list[tuple[AgentCall, CallResult]], format_errors: list[str]
     ) -> list[dict[str, Any]]:
         """Messages that carry tool results (and parse errors) back to the agent."""
-        errors = [
-            {"success": False, "error_type": "malformed_tool_call", "error": format_error_message(e)}
-            for e in format_errors
-        ]
+        errors = [error_observation(ErrorType.MALFORMED_TOOL_CALL, format_error_message(e)) for e in format_errors]
         if self.settings.agent_mode == "fc":
             return [
                 {

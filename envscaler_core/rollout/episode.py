@@ -14,12 +14,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from envscaler_core.artifacts import StepRecord, Trajectory, Usage
+from envscaler_core.artifacts import StepRecord, Termination, Trajectory, Usage
 from envscaler_core.prompts import render_prompt
 from envscaler_core.rollout.agent import MALFORMED_TOOL, AgentAction, AgentCall, AgentPolicy
 from envscaler_core.rollout.types import FORMAT_ERROR_TYPES, EpisodeTask, RolloutSettings, StartingEnv, ToolEnv, offers
 from envscaler_core.rollout.user_sim import STOP, UserSimulator, UserTurn
-from envscaler_core.runtime import CallResult
+from envscaler_core.runtime import CallResult, ErrorType, error_observation
 
 EventHook = Callable[[dict[str, Any]], None]
 
@@ -54,7 +54,7 @@ class Episode:
         self.timings = {"agent_s": 0.0, "user_s": 0.0, "env_s": 0.0}
         self.agent_turns = 0
         self.next: str = "agent"  # "agent" | "user" | "done"
-        self.termination = ""
+        self.termination: Termination | None = None
         self.initial_state: dict[str, Any] = {}
         self._initial: asyncio.Future | None = None  # the initial snapshot of an env still opening
         self._last_agent_text = ""
@@ -87,7 +87,7 @@ class Episode:
             if turn.empty or turn.stop:
                 self._flag("empty_user_turn" if turn.empty else "premature_stop")
                 self.messages = self.agent.initial_messages(turn.text)
-                self._end("user_empty" if turn.empty else "user_stop")
+                self._end(Termination.USER_EMPTY if turn.empty else Termination.USER_STOP)
                 return
             first = turn.text
         self.messages = self.agent.initial_messages(first)
@@ -125,7 +125,7 @@ class Episode:
         elif self.next == "agent":
             await self.agent_turn()
 
-    def stop(self, reason: str) -> None:
+    def stop(self, reason: Termination) -> None:
         """Ends the episode from outside (e.g. a person stops it) with ``reason``."""
         if not self.done:
             self._end(reason)
@@ -141,18 +141,18 @@ class Episode:
         self._append(action.message)
         if action.empty:
             self._flag("empty_agent_response")
-            self._end("agent_empty")
+            self._end(Termination.AGENT_EMPTY)
             return action
         if action.calls or action.format_errors:
             await self._execute(action)
             if self.agent_turns >= self.settings.max_steps:
-                self._end("max_steps")
+                self._end(Termination.MAX_STEPS)
             return action
         self._last_agent_text = action.content
         if self.settings.mode == "task":
-            self._end("agent_answered")
+            self._end(Termination.AGENT_ANSWERED)
         elif self.agent_turns >= self.settings.max_steps:
-            self._end("max_steps")
+            self._end(Termination.MAX_STEPS)
         else:
             self.next = "user"
         return action
@@ -194,7 +194,7 @@ class Episode:
             noted = repeated and self.settings.repeat_note
             results.append((call, _with_repeat_note(outcome, done_before) if noted else outcome))
         for error in action.format_errors:
-            obs = {"success": False, "error_type": "malformed_tool_call", "error": error}
+            obs = error_observation(ErrorType.MALFORMED_TOOL_CALL, error)
             last_hash = self.steps[-1].state_hash if self.steps else ""
             self._record_step(
                 "",
@@ -204,7 +204,7 @@ class Episode:
                     tool=MALFORMED_TOOL,
                     observation=obs,
                     ok=False,
-                    error_type="malformed_tool_call",
+                    error_type=ErrorType.MALFORMED_TOOL_CALL,
                     state_hash=last_hash,
                 ),
             )
@@ -245,11 +245,11 @@ class Episode:
         turn = await self._user_says(text, agent_text=self._last_agent_text)
         if turn.empty:
             self._flag("empty_user_turn")
-            self._end("user_empty")
+            self._end(Termination.USER_EMPTY)
         else:
             self._append({"role": "user", "content": turn.text})
             if turn.stop:
-                self._end("user_stop")
+                self._end(Termination.USER_STOP)
             else:
                 self.next = "agent"
         return turn
@@ -273,7 +273,7 @@ class Episode:
         if flag not in self.flags:
             self.flags.append(flag)
 
-    def _end(self, reason: str) -> None:
+    def _end(self, reason: Termination) -> None:
         self.next, self.termination = "done", reason
         self.agent.end_conversation(self._conversation)
         if self.user is not None:
@@ -303,7 +303,7 @@ class Episode:
             steps=list(self.steps),
             usage=self.usage,
             timings=timings,
-            termination=self.termination or "unfinished",
+            termination=self.termination or Termination.UNFINISHED,
             flags=list(self.flags),
             answers_asked=self.answers_asked,
         )

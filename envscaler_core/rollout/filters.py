@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from envscaler_core.artifacts import Trajectory
+from envscaler_core.artifacts import Termination, Trajectory
 from envscaler_core.rollout.types import FORMAT_ERROR_TYPES
 
 SUSPICIOUS_FLAGS = ("empty_user_turn", "premature_stop", "checker_error", "no_checklist")
@@ -74,8 +74,8 @@ def action_count(trajectory: Trajectory) -> int:
 def completed(trajectory: Trajectory) -> bool:
     """Whether the episode ended the way a finished task ends."""
     if trajectory.mode == "user":
-        return trajectory.termination == "user_stop"
-    if trajectory.termination != "agent_answered":
+        return trajectory.termination == Termination.USER_STOP
+    if trajectory.termination != Termination.AGENT_ANSWERED:
         return False
     last = next((m for m in reversed(trajectory.messages) if m.get("role") == "assistant"), {})
     return "task failed" not in str(last.get("content") or "").lower()

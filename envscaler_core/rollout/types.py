@@ -15,10 +15,9 @@ from typing import Any, Literal, Protocol, TypeGuard, TypeVar, runtime_checkable
 from pydantic import BaseModel, Field
 
 from envscaler_core.artifacts import RewardBreakdown, StepRecord
-from envscaler_core.runtime import CallResult
+from envscaler_core.runtime import CallResult, ErrorType
 
-Termination = Literal["agent_answered", "user_stop", "user_empty", "max_steps"]
-FORMAT_ERROR_TYPES = ("malformed_json", "malformed_tool_call")
+FORMAT_ERROR_TYPES = (ErrorType.MALFORMED_JSON, ErrorType.MALFORMED_TOOL_CALL)
 
 
 class RolloutSettings(BaseModel):

@@ -29,7 +29,8 @@ _HOME = {
     "CallResult": "models",
     "CheckResult": "models",
     "EnvLoadError": "models",
-    "ErrorType": "models",
+    "ErrorType": "wire.errors",
+    "error_observation": "wire.errors",
     "SandboxError": "models",
     "SandboxLimits": "models",
     "WorkerError": "models",
@@ -77,7 +78,6 @@ if TYPE_CHECKING:
         CallResult,
         CheckResult,
         EnvLoadError,
-        ErrorType,
         SandboxError,
         SandboxLimits,
         WorkerError,
@@ -85,6 +85,7 @@ if TYPE_CHECKING:
     from .pool import WorkerPool, close_adopted_pools
     from .sandbox import AsyncSession, OpeningSession, Replay, Sandbox, call_error, format_arguments
     from .session import EnvSession, compute_schemas, parse_arguments
+    from .wire.errors import ErrorType, error_observation
     from .wire.purity import purity_problems
     from .wire.state import (
         UnserializableError,

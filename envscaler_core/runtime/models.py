@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from .wire.errors import ErrorType
+
 __all__ = [
     "ERROR_TYPES",
     "CallResult",
@@ -18,17 +20,7 @@ __all__ = [
     "WorkerError",
 ]
 
-ErrorType = Literal[
-    "unknown_tool",
-    "invalid_arguments",
-    "malformed_json",
-    "tool_exception",
-    "timeout",
-    "worker_crashed",
-    "unserializable_result",
-    "result_too_large",
-]
-ERROR_TYPES: tuple[str, ...] = ErrorType.__args__  # type: ignore[attr-defined]  # a Literal's values, at run time
+ERROR_TYPES: tuple[str, ...] = tuple(ErrorType)
 
 
 class SandboxLimits(BaseModel):
@@ -89,7 +81,8 @@ class SandboxLimits(BaseModel):
 
 
 class CallResult(BaseModel):
-    """Outcome of one tool call."""
+    """Outcome of one tool call. ``error_type`` is an :class:`ErrorType` value, or None when the
+    call succeeded (typed ``str``: a reply a cell forged must not fail validation here)."""
 
     tool: str
     arguments: Any = None

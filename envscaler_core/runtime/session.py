@@ -18,16 +18,13 @@ from typing import Any
 
 from .models import CallResult, EnvLoadError, WorkerError
 from .pool import WorkerPool
+from .wire.errors import ErrorType, error_observation, unknown_tool
 from .wire.state import apply_diff, hash_jsonable, json_copy, to_jsonable
 from .worker import Worker
 
 __all__ = ["EnvSession", "compute_schemas", "parse_arguments"]
 
 log = logging.getLogger(__name__)
-
-
-def _error_obs(error_type: str, error: str) -> dict:
-    return {"success": False, "error_type": error_type, "error": error}
 
 
 def parse_arguments(arguments: Any) -> tuple[dict | None, dict | None]:
@@ -42,18 +39,18 @@ def parse_arguments(arguments: Any) -> tuple[dict | None, dict | None]:
         try:
             arguments = json.loads(arguments)
         except ValueError as exc:
-            return None, _error_obs(
-                "malformed_json",
+            return None, error_observation(
+                ErrorType.MALFORMED_JSON,
                 f'Arguments are not valid JSON ({exc}). Send a JSON object such as {{"name": "value"}}.',
             )
     if not isinstance(arguments, dict):
-        return None, _error_obs(
-            "invalid_arguments", f"Arguments must be a JSON object, got {type(arguments).__name__}."
+        return None, error_observation(
+            ErrorType.INVALID_ARGUMENTS, f"Arguments must be a JSON object, got {type(arguments).__name__}."
         )
     try:
         return to_jsonable(arguments), None
     except TypeError as exc:
-        return None, _error_obs("invalid_arguments", f"Arguments are not JSON data: {exc}")
+        return None, error_observation(ErrorType.INVALID_ARGUMENTS, f"Arguments are not JSON data: {exc}")
 
 
 def _recovery_note(problem: str | None) -> str:
@@ -71,14 +68,15 @@ def _after_recovery(exc: WorkerError, problem: str | None) -> WorkerError:
 
 
 def _failed_call(tool: str, exc: WorkerError) -> tuple[dict, str | None, list]:
-    etype = "timeout" if exc.error_type == "timeout" else "worker_crashed"
-    return _error_obs(etype, f"Tool {tool!r} failed: {exc}"), etype, []
+    etype = ErrorType.TIMEOUT if exc.error_type == "timeout" else ErrorType.WORKER_CRASHED
+    return error_observation(etype, f"Tool {tool!r} failed: {exc}"), etype, []
 
 
 def _answered(tool: str, resp: dict, problem: str | None) -> tuple[dict, str | None, list]:
     """(observation, error type, diff) of an answered call; ``problem``: why its state could not be had."""
     if problem:
-        return _error_obs("worker_crashed", f"Tool {tool!r} failed: {problem}"), "worker_crashed", []
+        crashed = ErrorType.WORKER_CRASHED
+        return error_observation(crashed, f"Tool {tool!r} failed: {problem}"), crashed, []
     return resp["observation"], resp.get("error_type"), resp.get("state_diff") or []
 
 
@@ -287,7 +285,7 @@ class EnvSession:
         """(arguments, None), or (None, the observation of a call that cannot be sent)."""
         args, obs = parse_arguments(arguments)
         if obs is None and tool not in self.tool_names:
-            obs = _error_obs("unknown_tool", f"Unknown tool {tool!r}. Available tools: {self.tool_names}")
+            obs = unknown_tool(tool, self.tool_names)
         return args, obs
 
     def _result(self, tool: str, arguments: Any, start: float, answer: tuple[dict, str | None, list]) -> CallResult:

@@ -30,15 +30,17 @@ from openenv.core.env_server.mcp_types import (
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
 from pydantic import Field
 
+from envscaler_core.runtime import ErrorType
 from interact_with_env.openenv_server.service import EpisodeService, ServedEpisode, ServiceError, StepView
 from interact_with_env.tool_schemas import tool_fields
 
 # How an error result of ours reads as OpenEnv's ToolError category.
-_ERROR_KINDS = {
-    "unknown_tool": ToolErrorType.TOOL_NOT_FOUND,
-    "invalid_arguments": ToolErrorType.INVALID_ARGS,
-    "malformed_json": ToolErrorType.INVALID_ARGS,
-    "timeout": ToolErrorType.TIMEOUT,
+_ERROR_KINDS: dict[str, ToolErrorType] = {
+    ErrorType.UNKNOWN_TOOL: ToolErrorType.TOOL_NOT_FOUND,
+    ErrorType.INVALID_ARGUMENTS: ToolErrorType.INVALID_ARGS,
+    ErrorType.MALFORMED_JSON: ToolErrorType.INVALID_ARGS,
+    ErrorType.MALFORMED_TOOL_CALL: ToolErrorType.INVALID_ARGS,
+    ErrorType.TIMEOUT: ToolErrorType.TIMEOUT,
 }
 
 

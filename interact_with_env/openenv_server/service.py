@@ -19,7 +19,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from envscaler_core.artifacts import EnvSpec, Scenario, Trajectory
+from envscaler_core.artifacts import EnvSpec, Scenario, Termination, Trajectory
 from envscaler_core.llm import LLMClient, LLMError
 from envscaler_core.rollout import (
     AgentAction,
@@ -251,7 +251,7 @@ class EpisodeService:
             answer = _text(arguments.get("answer"))
             if self.settings.mode == "task":
                 await episode.agent_turn(AgentAction(message={"role": "assistant", "content": answer}, content=answer))
-            episode.stop("agent_answered")
+            episode.stop(Termination.AGENT_ANSWERED)
             return await self.end(served, StepView(name, answer))
         if name == SAY and self.settings.mode == "user":
             return await self._say(served, _text(arguments.get("message")))

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from envscaler_core.artifacts import EnvSpec, Scenario, Trajectory
+from envscaler_core.artifacts import EnvSpec, Scenario, Termination, Trajectory
 from envscaler_core.rollout import Episode, RolloutEngine, RolloutSettings, ToolEnv, episode_tasks
 from envscaler_core.scoring import Scorer
 from envscaler_core.store import write_json_atomic
@@ -126,7 +126,7 @@ class PlaySession:
     async def finish(self) -> Trajectory:
         """Closes the environment (its worker goes back at once), scores the episode, saves the trajectory."""
         assert self.episode is not None and self.env is not None
-        self.episode.stop("stopped_by_player")
+        self.episode.stop(Termination.STOPPED_BY_PLAYER)
         await self.refresh()
         await self.close()
         self.trajectory = await self.engine.finish(self.episode, self.state)

@@ -10,7 +10,11 @@ import time
 import pytest
 import websockets
 from openenv import GenericEnvClient
+from openenv.core.env_server.mcp_types import ToolErrorType
 
+from envscaler_core.runtime import ErrorType, error_observation
+from interact_with_env.openenv_server.environment import EnvScalerEnvironment
+from interact_with_env.openenv_server.service import StepView
 from tests.test_openenv.clients import call, play
 from tests.test_openenv.conftest import serving
 
@@ -126,3 +130,22 @@ def test_a_full_server_answers_with_a_capacity_error_not_a_hang(data_files):
         message, refused_s, again = asyncio.run(run(running.url))
     assert "CAPACITY_REACHED" in message and "2/2" in message and refused_s < 10
     assert again.observation["scenario_id"] == "counter-three"
+
+
+@pytest.mark.parametrize(
+    "error_type,category",
+    [
+        (ErrorType.MALFORMED_TOOL_CALL, ToolErrorType.INVALID_ARGS),
+        (ErrorType.MALFORMED_JSON, ToolErrorType.INVALID_ARGS),
+        (ErrorType.INVALID_ARGUMENTS, ToolErrorType.INVALID_ARGS),
+        (ErrorType.UNKNOWN_TOOL, ToolErrorType.TOOL_NOT_FOUND),
+        (ErrorType.TIMEOUT, ToolErrorType.TIMEOUT),
+        (ErrorType.TOOL_EXCEPTION, ToolErrorType.EXECUTION_ERROR),
+        (ErrorType.WORKER_CRASHED, ToolErrorType.EXECUTION_ERROR),
+    ],
+)
+def test_each_call_error_type_reads_as_its_openenv_category(error_type, category):
+    observation = error_observation(error_type, "why")
+    view = StepView("add", json.dumps(observation), observation, error_type)
+    error = EnvScalerEnvironment(service=None)._observation(view).error  # type: ignore[arg-type]  # no episode needed
+    assert error is not None and error.error_type == category and error.message == f"{error_type}: why"

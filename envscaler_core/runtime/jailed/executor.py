@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..wire.errors import ErrorType, error_observation, unknown_tool
 from ..wire.schema import ToolSpec, build_tools, format_validation_error
 from ..wire.state import UnserializableError, diff_jsonable, hash_jsonable, to_jsonable
 
@@ -209,13 +210,16 @@ class Executor:
         """Replaces the instance state with ``req['state']``."""
         return self._seed(req["state"], {}, replace=True)
 
-    def _observe(self, error_type: str, error: str) -> dict:
+    def _observe(self, error_type: ErrorType, error: str) -> dict:
+        return self._refused(error_observation(error_type, error))
+
+    def _refused(self, obs: dict) -> dict:
+        """The answer of a failed call whose observation is ``obs``; the state stays as it was."""
         inject(self.instance, self.last)  # roll back partial mutations
-        obs = {"success": False, "error_type": error_type, "error": error}
         return {
             "ok": True,
             "observation": obs,
-            "error_type": error_type,
+            "error_type": obs["error_type"],
             "state_diff": [],
             "state_hash": self.last_hash,
         }
@@ -225,22 +229,24 @@ class Executor:
         name, args = req["tool"], req.get("arguments")
         spec = self.tools.get(name)
         if spec is None:
-            return self._observe("unknown_tool", f"Unknown tool {name!r}. Available tools: {list(self.tools)}")
+            return self._refused(unknown_tool(name, self.tools))
         try:
             kwargs = spec.to_kwargs(spec.model.model_validate(args))
         except ValidationError as exc:
-            return self._observe("invalid_arguments", format_validation_error(spec, exc))
+            return self._observe(ErrorType.INVALID_ARGUMENTS, format_validation_error(spec, exc))
         timeout = self.limits["call_timeout_s"]
         try:
             with deadline(timeout):
                 result = getattr(self.instance, name)(**kwargs)
         except SoftTimeout:
-            return self._observe("timeout", f"Tool {name!r} did not finish within {timeout}s and was interrupted.")
+            return self._observe(
+                ErrorType.TIMEOUT, f"Tool {name!r} did not finish within {timeout}s and was interrupted."
+            )
         except SystemExit as exc:
-            return self._observe("tool_exception", f"Tool {name!r} called sys.exit({exc.code!r}).")
+            return self._observe(ErrorType.TOOL_EXCEPTION, f"Tool {name!r} called sys.exit({exc.code!r}).")
         except BaseException as exc:  # noqa: BLE001 - a tool's exception is the agent's observation
             return self._observe(
-                "tool_exception", f"Tool {name!r} raised an exception: {short_traceback(exc, ENV_FILE)}"
+                ErrorType.TOOL_EXCEPTION, f"Tool {name!r} raised an exception: {short_traceback(exc, ENV_FILE)}"
             )
         return self._finish(name, result)
 
@@ -249,26 +255,30 @@ class Executor:
             value = to_jsonable(result)
         except UnserializableError as exc:
             return self._observe(
-                "unserializable_result", f"Tool {name!r} returned a value that is not JSON serializable: {exc}"
+                ErrorType.UNSERIALIZABLE_RESULT, f"Tool {name!r} returned a value that is not JSON serializable: {exc}"
             )
         obs = value if isinstance(value, dict) else {"success": True, "data": value}
         cap = self.limits["max_result_bytes"]
         if _rough_size(obs, cap) > cap or len(json.dumps(obs, ensure_ascii=False)) > cap:
             return self._observe(
-                "result_too_large",
+                ErrorType.RESULT_TOO_LARGE,
                 f"Tool {name!r} returned more than {cap} bytes of JSON (the limit); "
                 "return less data, e.g. filter or paginate.",
             )
         try:
             after = snapshot_of(self.instance)
         except UnserializableError as exc:
-            return self._observe("unserializable_result", f"Tool {name!r} left the state not JSON serializable: {exc}")
+            return self._observe(
+                ErrorType.UNSERIALIZABLE_RESULT, f"Tool {name!r} left the state not JSON serializable: {exc}"
+            )
         before, before_hash = self.last, self.last_hash
         self._commit(after)
         diff = [] if self.last_hash == before_hash else diff_jsonable(before, after)
         if diff and _rough_size(diff, self.limits["max_frame_bytes"] // 4) > self.limits["max_frame_bytes"] // 4:
             self.last, self.last_hash = before, before_hash
-            return self._observe("result_too_large", f"Tool {name!r} changed the state by too much data at once.")
+            return self._observe(
+                ErrorType.RESULT_TOO_LARGE, f"Tool {name!r} changed the state by too much data at once."
+            )
         return {"ok": True, "observation": obs, "error_type": None, "state_diff": diff, "state_hash": self.last_hash}
 
 
