@@ -22,6 +22,8 @@ from envscaler_core.cli import UserError
 
 __all__ = ["RunningServer", "free_port", "serve_openenv", "wait_ready"]
 
+READY_TIMEOUT_S = 120.0  # a cold serve-openenv imports OpenEnv and starts its sandbox in a few seconds
+
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now."""
@@ -90,7 +92,6 @@ def serve_openenv(
     python: str | None = None,
     cwd: Path | None = None,
     env: dict[str, str] | None = None,
-    ready_timeout_s: float = 120.0,
 ) -> Iterator[RunningServer]:
     """``python -m interact_with_env serve-openenv`` on a free loopback port until the block ends.
 
@@ -106,7 +107,6 @@ def serve_openenv(
         python: The interpreter (default: this one).
         cwd: The server's working directory.
         env: Variables added to this process's environment for the server.
-        ready_timeout_s: How long the start may take.
 
     Raises:
         UserError: The server exited or did not answer in time (its output tail in the message).
@@ -118,7 +118,7 @@ def serve_openenv(
         proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT, cwd=cwd, env={**os.environ, **(env or {})})
     server = RunningServer(f"http://127.0.0.1:{port}", proc, log_path, token)
     try:
-        wait_ready(server.url + "/health", proc, "serve-openenv", ready_timeout_s, server.headers, server.log)
+        wait_ready(server.url + "/health", proc, "serve-openenv", READY_TIMEOUT_S, server.headers, server.log)
         yield server
     finally:
         proc.terminate()

@@ -21,8 +21,8 @@ class EvalConfig(StageConfig):
     """Fields every benchmark run shares (plus StageConfig's out/concurrency/cache/llm)."""
 
     out: Path = Path("runs/eval")
-    samples: int = Field(default=1, ge=1, le=64)
-    temperature: float | None = 0.7
+    samples: int = Field(default=1, ge=1, le=64, description="trials per task (pass^k up to this k)")
+    temperature: float | None = Field(default=0.7, description="agent temperature (the paper's: 0.7)")
     max_tokens: int | None = None
     seed: int = 0
 

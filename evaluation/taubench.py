@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,29 +35,35 @@ SUCCESS_MIN = 1.0 - 1e-6
 TAU2_INFRA = {"infrastructure_error", "context_window_exceeded", "user_error", "unexpected_error"}
 
 
+@dataclass(frozen=True)
+class TauRun:
+    """What one harness run plays: a domain, which tasks, how many trials, how sampled."""
+
+    domain: str
+    trials: int
+    temperature: float | None
+    concurrency: int
+    task_ids: list[str] | None = None
+    limit: int | None = None
+    user_strategy: str = "llm"
+
+
 def v1_command(
     python: str,
     run_py: Path,
-    *,
-    domain: str,
-    agent: Endpoint,
-    user: Endpoint,
+    run: TauRun,
+    endpoints: tuple[Endpoint, Endpoint],
     routes: LiteLLMRoutes,
-    trials: int,
-    temperature: float,
     log_dir: Path,
-    concurrency: int,
-    user_strategy: str,
-    task_ids: list[int] | None,
-    limit: int | None,
     split: str = "test",
 ) -> list[str]:
-    """The ``run.py`` command line of tau-bench v1 (tool-calling agent)."""
+    """The ``run.py`` command line of tau-bench v1 (tool-calling agent); ``endpoints``: agent, user."""
+    agent, user = endpoints
     cmd = [
         python,
         str(run_py),
         "--env",
-        domain,
+        run.domain,
         "--model",
         agent.model,
         "--model-provider",
@@ -68,38 +75,26 @@ def v1_command(
         "--agent-strategy",
         "tool-calling",
         "--user-strategy",
-        user_strategy,
+        run.user_strategy,
         "--num-trials",
-        str(trials),
+        str(run.trials),
         "--temperature",
-        str(temperature),
+        str(run.temperature or 0.0),
         "--task-split",
         split,
         "--max-concurrency",
-        str(concurrency),
+        str(run.concurrency),
         "--log-dir",
         str(log_dir),
     ]
-    if task_ids:
-        cmd += ["--task-ids", *map(str, task_ids)]
-    elif limit:
-        cmd += ["--start-index", "0", "--end-index", str(limit)]
+    if run.task_ids:
+        cmd += ["--task-ids", *(str(int(t)) for t in run.task_ids)]
+    elif run.limit:
+        cmd += ["--start-index", "0", "--end-index", str(run.limit)]
     return cmd
 
 
-def v2_command(
-    tau2: str,
-    *,
-    domain: str,
-    agent: Endpoint,
-    user: Endpoint,
-    trials: int,
-    temperature: float | None,
-    save_to: str,
-    concurrency: int,
-    task_ids: list[str] | None,
-    limit: int | None,
-) -> list[str]:
+def v2_command(tau2: str, run: TauRun, agent: Endpoint, user: Endpoint, save_to: str) -> list[str]:
     """The ``tau2 run`` command line; endpoints go straight to ``litellm.completion``."""
 
     def args(endpoint: Endpoint, temp: float | None) -> str:
@@ -112,26 +107,26 @@ def v2_command(
         tau2,
         "run",
         "--domain",
-        domain,
+        run.domain,
         "--agent-llm",
         f"openai/{agent.model}",
         "--agent-llm-args",
-        args(agent, temperature),
+        args(agent, run.temperature),
         "--user-llm",
         f"openai/{user.model}",
         "--user-llm-args",
         args(user, None),
         "--num-trials",
-        str(trials),
+        str(run.trials),
         "--max-concurrency",
-        str(concurrency),
+        str(run.concurrency),
         "--save-to",
         save_to,
     ]
-    if task_ids:
-        cmd += ["--task-ids", *task_ids]
-    elif limit:
-        cmd += ["--num-tasks", str(limit)]
+    if run.task_ids:
+        cmd += ["--task-ids", *run.task_ids]
+    elif run.limit:
+        cmd += ["--num-tasks", str(run.limit)]
     return cmd
 
 

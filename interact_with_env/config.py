@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import ConfigDict, Field
 
 from envscaler_core.config import StageConfig
@@ -24,61 +22,32 @@ class FilterConfig(FilterSettings):
     pass_band: tuple[float, float] = (0.0, 1.0)
 
 
-class InteractConfig(StageConfig):
-    """Rollout settings on top of the common stage fields.
+class InteractConfig(StageConfig, RolloutSettings):
+    """The rollout settings (:class:`~envscaler_core.rollout.RolloutSettings`: ``mode``,
+    ``agent_mode``, ``max_steps``, the temperatures and token limits, ``repeat_note``,
+    ``answer_after_done``) on top of the common stage fields, and:
 
     Attributes:
-        mode: ``task`` (non-conversational) or ``user`` (simulated user).
-        agent_mode: ``fc`` (native tools) or ``text`` (Qwen3 ``<tool_call>`` text).
         samples: Episodes per scenario (K of pass^k).
-        max_steps: Agent turns per episode (original: 30 task mode, 40 user mode).
         seed: Base seed; each episode's seed derives from it and the episode id.
-        temperature: Agent temperature (original: 0.7).
-        user_temperature: Simulated user temperature (original: 0.7).
-        max_tokens: Agent max tokens per turn.
-        user_max_tokens: Simulated user max tokens per turn.
         progress_reward: Compute the per-step progress reward (one checker run per new state).
         checker_timeout_s: Time budget of one checker.
         pool_size: Sandbox session workers (default: concurrency; checkers and replays get their own).
         max_k: Largest k reported for pass^k.
-        repeat_note: Tell the agent when it repeats a call with nothing changed since
-            (:class:`~envscaler_core.rollout.RolloutSettings`); on in the small-model demo.
-        answer_after_done: Ask for the answer, tools off, when a turn only repeats calls whose
-            change is made (:class:`~envscaler_core.rollout.RolloutSettings`); on in the demo.
         filter: What ``filter`` keeps for SFT and RL (:class:`FilterConfig`).
     """
 
-    mode: Literal["task", "user"] = "task"
-    agent_mode: Literal["fc", "text"] = "fc"
     samples: int = Field(default=1, ge=1, le=1000)
-    max_steps: int | None = Field(default=None, ge=1, le=1000)
-    seed: int = 0
-    temperature: float | None = 0.7
-    user_temperature: float | None = 0.7
-    max_tokens: int | None = None
-    user_max_tokens: int | None = 400
+    seed: int = Field(default=0, description="base seed")
     progress_reward: bool = True
     checker_timeout_s: float = 2.0
     pool_size: int | None = Field(default=None, ge=1)
     max_k: int = 8
-    repeat_note: bool = False
-    answer_after_done: bool = False
     filter: FilterConfig = Field(default_factory=FilterConfig)
 
     def rollout_settings(self) -> RolloutSettings:
         """The engine settings this config describes."""
-        steps = self.max_steps or (40 if self.mode == "user" else 30)
-        return RolloutSettings(
-            mode=self.mode,
-            agent_mode=self.agent_mode,
-            max_steps=steps,
-            temperature=self.temperature,
-            user_temperature=self.user_temperature,
-            max_tokens=self.max_tokens,
-            user_max_tokens=self.user_max_tokens,
-            repeat_note=self.repeat_note,
-            answer_after_done=self.answer_after_done,
-        )
+        return RolloutSettings.model_validate(self.model_dump(include=set(RolloutSettings.model_fields)))
 
     def with_llm_concurrency(self) -> InteractConfig:
         """Lets the shared endpoint clients carry as many requests as episodes in flight."""

@@ -28,6 +28,7 @@ from typing import Any, Literal
 from envscaler_core.artifacts import Termination, Trajectory
 from envscaler_core.llm import LLMClient, resolve_llm_config
 from envscaler_core.rollout import ChecklistReward, Episode, RolloutEngine, RolloutSettings, ScenarioEnvs
+from envscaler_core.rollout.types import RL_MAX_STEPS
 from envscaler_core.runtime import Sandbox
 from envscaler_core.scoring import Scorer
 from rl.actions import ToolCallMode, parse_action
@@ -70,7 +71,7 @@ class EnvOptions:
     scenarios_path: str
     mode: Literal["task", "user"] = "task"
     tool_call_mode: ToolCallMode = "first"
-    max_steps: int = 40
+    max_steps: int = RL_MAX_STEPS
     progress_reward: bool = False
     reward_on_truncation: bool = False
     pool_size: int = 4

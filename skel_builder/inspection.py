@@ -219,10 +219,7 @@ class Inspector:
                     summary=self.summary,
                     rules=self.rules,
                     source=self.sources.get(tool, ""),
-                    arguments=args,
-                    observation=probe.call.observation,
-                    diff=probe.call.diff,
-                    before_text=state_excerpt(probe.call.before, 3, 1500),
+                    call=probe.call,
                     temperature=self.cfg.checker_temperature,
                     salt=f"{self.salt}:{index}",
                 )

@@ -7,8 +7,10 @@ Data comes back through ``LLMClient.structured`` (schema-constrained JSON); code
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
+from envscaler_core.artifacts import EnvDescription
 from envscaler_core.codegen import CodeExtractionError, extract_python
 from envscaler_core.llm import LLMClient
 from envscaler_core.prompts import render_prompt
@@ -20,6 +22,8 @@ from skel_builder.answers import (
     StateAnswer,
     TesterArguments,
 )
+from skel_builder.cases import state_excerpt
+from skel_builder.oracles import Observed
 from skel_builder.skeleton import container_of, render_types
 from skel_builder.testdata import test_state_model
 
@@ -117,9 +121,7 @@ async def generate_test_state(
 
 async def list_operations(
     client: LLMClient,
-    summary: str,
-    introduction: str,
-    task: str,
+    desc: EnvDescription,
     state: StateAnswer,
     skeleton: str,
     existing: list[str],
@@ -131,9 +133,9 @@ async def list_operations(
     return await client.structured(
         messages(
             "operations.md",
-            summary=summary,
-            introduction=introduction,
-            task=task,
+            summary=desc.environment_summary,
+            introduction=desc.environment_introduction,
+            task=desc.task,
             rules=bullets(state.rules),
             skeleton=skeleton,
             existing=note,
@@ -147,23 +149,31 @@ async def list_operations(
     )
 
 
+@dataclass(frozen=True)
+class MethodRequest:
+    """The method to write: its name, ``query`` or ``state_change``, and what it does."""
+
+    name: str
+    kind: str
+    description: str
+
+
 async def write_method(
     client: LLMClient,
+    wanted: MethodRequest,
     *,
     skeleton: str,
     state: StateAnswer,
-    name: str,
-    kind: str,
-    description: str,
     others: list[str],
     feedback: str,
     temperature: float,
     salt: str,
 ) -> tuple[str | None, str]:
     """(method source or None, why it could not be extracted)."""
+    name = wanted.name
     shape = (
         'A query returns {"success": True, "data": <result>}.'
-        if kind == "query"
+        if wanted.kind == "query"
         else 'A state change returns {"success": True, "message": "<what changed>"}.'
     )
     result = await client.chat(
@@ -173,8 +183,8 @@ async def write_method(
             rules=bullets(state.rules),
             other_ops=", ".join(others),
             method_name=name,
-            kind=kind,
-            description=description,
+            kind=wanted.kind,
+            description=wanted.description,
             success_shape=shape,
             feedback=feedback,
         ),
@@ -233,23 +243,21 @@ async def check_call(
     summary: str,
     rules: list[str],
     source: str,
-    arguments: dict[str, Any],
-    observation: dict[str, Any],
-    diff: list[dict[str, Any]],
-    before_text: str,
+    call: Observed,
     temperature: float,
     salt: str,
 ) -> CheckerVerdict:
+    """The checker's verdict on one observed call of the method whose source is ``source``."""
     return await client.structured(
         messages(
             "checker.md",
             summary=summary,
             rules=bullets(rules),
             source=source,
-            arguments=json.dumps(arguments, ensure_ascii=False),
-            observation=json.dumps(observation, ensure_ascii=False)[:1500],
-            diff=json.dumps(diff, ensure_ascii=False)[:1500],
-            before=before_text,
+            arguments=json.dumps(call.arguments, ensure_ascii=False),
+            observation=json.dumps(call.observation, ensure_ascii=False)[:1500],
+            diff=json.dumps(call.diff, ensure_ascii=False)[:1500],
+            before=state_excerpt(call.before, 3, 1500),
         ),
         CheckerVerdict,
         temperature=temperature,

@@ -18,7 +18,8 @@ from skel_builder import llm_steps
 from skel_builder.answers import StateAnswer
 from skel_builder.config import SkelBuilderConfig
 from skel_builder.contract import contract_problems, ensure_docstring
-from skel_builder.probe import Predicate, gate_method
+from skel_builder.llm_steps import MethodRequest
+from skel_builder.probe import GateTarget, Predicate, gate_method
 from skel_builder.skeleton import assemble
 
 
@@ -34,6 +35,10 @@ class MethodContext:
     predicates: list[Predicate]
     op_types: dict[str, str]
     attempts: list[dict[str, Any]] = field(default_factory=list)
+
+    def gate_target(self) -> GateTarget:
+        """What each method is gated in: the test state of this class."""
+        return GateTarget(self.class_name, self.schema, self.op_types, self.test_state, self.predicates)
 
 
 @dataclass
@@ -71,14 +76,13 @@ async def produce_method(
     cfg: SkelBuilderConfig,
     ctx: MethodContext,
     accepted: dict[str, str],
-    name: str,
-    kind: str,
-    description: str,
+    wanted: MethodRequest,
     *,
     stage: str = "synthesis",
     failure: Failure | None = None,
 ) -> str | None:
     """A method that passes the static contract and the executable gate, or None."""
+    name = wanted.name
     others = [n for n in ctx.op_types if n != name]
     for index, attempt_kind in enumerate(
         attempt_kinds(cfg.repair_strategy, max(1, cfg.method_samples), failure is not None)
@@ -87,11 +91,9 @@ async def produce_method(
         temperature = cfg.method_temperature if attempt_kind != "sample" else cfg.sample_temperature
         code, why = await llm_steps.write_method(
             client,
+            wanted,
             skeleton=ctx.prompt_skeleton,
             state=ctx.schema,
-            name=name,
-            kind=kind,
-            description=description,
             others=others,
             feedback=feedback,
             temperature=temperature,
@@ -104,18 +106,7 @@ async def produce_method(
             problems = contract_problems(code, name)
         if not problems and code is not None:
             module = assemble(ctx.skeleton, [*accepted.values(), code])
-            problems = await asyncio.to_thread(
-                gate_method,
-                pool,
-                module,
-                ctx.class_name,
-                ctx.schema,
-                ctx.op_types,
-                ctx.test_state,
-                name,
-                ctx.predicates,
-                cfg.seed + index,
-            )
+            problems = await asyncio.to_thread(gate_method, pool, module, ctx.gate_target(), name, cfg.seed + index)
         ctx.attempts.append(
             {
                 "method": name,

@@ -19,6 +19,18 @@ class Predicate:
     source: str  # checker source defining check_func(final_state, initial_state=None)
 
 
+@dataclass(frozen=True)
+class GateTarget:
+    """What a method is gated in: the class, its state schema, each operation's type, the state
+    the calls start from and the rules' predicates."""
+
+    class_name: str
+    schema: StateAnswer
+    op_types: dict[str, str]
+    state: dict[str, Any]
+    predicates: list[Predicate] | None = None
+
+
 @dataclass
 class ProbeResult:
     call: Observed
@@ -100,21 +112,13 @@ class CallRunner:
 
 
 def gate_method(
-    sandbox: Sandbox,
-    code: str,
-    class_name: str,
-    schema: StateAnswer,
-    op_types: dict[str, str],
-    state: dict[str, Any],
-    method: str,
-    predicates: list[Predicate] | None = None,
-    seed: int = 0,
-    cases: int = 6,
+    sandbox: Sandbox, code: str, target: GateTarget, method: str, seed: int = 0, cases: int = 6
 ) -> list[str]:
-    """Run ``method`` on ``state`` with derived positive and negative cases; return violations."""
+    """Run ``method`` on the target's state with derived positive and negative cases; return violations."""
     rng = random.Random(seed)
+    schema, state = target.schema, target.state
     try:
-        runner = CallRunner(sandbox, code, class_name, schema, op_types, state, predicates)
+        runner = CallRunner(sandbox, code, target.class_name, schema, target.op_types, state, target.predicates)
     except EnvLoadError as exc:
         return [f"load_error: {exc}"]
     problems: list[str] = []

@@ -19,6 +19,7 @@ from skel_builder.config import SkelBuilderConfig
 from skel_builder.contract import direct_writes
 from skel_builder.crud import example_methods, routine_methods
 from skel_builder.inspection import Inspector, discount_checker, failing_tools, score, trust_controls
+from skel_builder.llm_steps import MethodRequest
 from skel_builder.methods import Failure, MethodContext, produce_method
 from skel_builder.probe import CallRunner, Predicate
 from skel_builder.skeleton import assemble, render_skeleton
@@ -147,9 +148,7 @@ async def _repair(
             cfg,
             ctx,
             others,
-            tool,
-            review.op_types[tool],
-            review.descriptions.get(tool, ""),
+            MethodRequest(tool, review.op_types[tool], review.descriptions.get(tool, "")),
             stage=f"repair{round_index + 1}",
             failure=Failure(review.methods[tool], _evidence(verdicts)),
         )

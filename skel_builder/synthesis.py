@@ -96,9 +96,7 @@ async def synthesize_env(
         answer_ops = (
             await llm_steps.list_operations(
                 client,
-                desc.environment_summary,
-                desc.environment_introduction,
-                desc.task,
+                desc,
                 state,
                 prompt_skeleton,
                 [m.name for m in routine],
@@ -122,9 +120,8 @@ async def synthesize_env(
     ]
     dropped = []
     for op in ops:
-        code = await produce_method(
-            client, pool, cfg, ctx, accepted, op.name, op.type, op.description, stage=f"synthesis{salt}"
-        )
+        wanted = llm_steps.MethodRequest(op.name, op.type, op.description)
+        code = await produce_method(client, pool, cfg, ctx, accepted, wanted, stage=f"synthesis{salt}")
         emit("method", {"name": op.name, "ok": code is not None, "code": code or ""})
         if code is None:
             dropped.append(op.name)

@@ -172,7 +172,6 @@ class LLMClient:
         max_tokens: int | None = None,
         cache_salt: str | None = None,
         label: str | None = None,
-        use_cache: bool | None = None,
         stream: bool = False,
         conversation: str | None = None,
     ) -> ChatResult:
@@ -186,7 +185,7 @@ class LLMClient:
         seed = self.config.sampling_seed
         if seed is not None:  # derived before the cache key: another base seed is another answer
             request["seed"] = request_seed(seed, request, cache_salt)
-        cache = self.cache if use_cache is not False else None
+        cache = self.cache
         key = cache_key({"model": self._identity, "request": request, "salt": cache_salt}) if cache is not None else ""
         if cache is not None and (hit := cache.get(key)) is not None:
             result = ChatResult.model_validate(hit)

@@ -12,12 +12,16 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeGuard, TypeVar, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from envscaler_core.artifacts import RewardBreakdown, StepRecord
 from envscaler_core.runtime import CallResult, ErrorType
 
 FORMAT_ERROR_TYPES = (ErrorType.MALFORMED_JSON, ErrorType.MALFORMED_TOOL_CALL)
+# Agent turns per episode when none is given, as the original set them: 30 in task mode, 40 with a
+# simulated user; its RL trajectories take 40 actions in either mode.
+MAX_STEPS = {"task": 30, "user": 40}
+RL_MAX_STEPS = 40
 
 
 class RolloutSettings(BaseModel):
@@ -26,8 +30,9 @@ class RolloutSettings(BaseModel):
     Attributes:
         mode: ``task`` (the task is the first user message) or ``user`` (a simulated user).
         agent_mode: ``fc`` (native function calling) or ``text`` (Qwen3 ``<tool_call>`` text).
-        max_steps: Agent turns (LLM calls) per episode before ``max_steps`` termination.
-        temperature: Agent sampling temperature (None = endpoint default).
+        max_steps: Agent turns (LLM calls) per episode before ``max_steps`` termination (None or
+            absent: :data:`MAX_STEPS` of the mode).
+        temperature: Agent sampling temperature (the original's 0.7; None = endpoint default).
         user_temperature: Simulated user temperature.
         max_tokens: Agent max tokens per turn (None = endpoint default).
         user_max_tokens: Simulated user max tokens per turn (a user turn is short; a small model
@@ -44,16 +49,25 @@ class RolloutSettings(BaseModel):
             successful create again until ``max_steps``, and the solved episode never finishes.
     """
 
-    mode: Literal["task", "user"] = "task"
-    agent_mode: Literal["fc", "text"] = "fc"
-    max_steps: int = Field(default=30, ge=1, le=1000)
-    temperature: float | None = None
+    mode: Literal["task", "user"] = Field(default="task", description="task: non-conversational; user: simulated user")
+    agent_mode: Literal["fc", "text"] = Field(default="fc", description="native function calling or Qwen3 text")
+    max_steps: int = Field(
+        default=MAX_STEPS["task"], ge=1, le=1000, description="agent turns per episode (default: 30 task, 40 user)"
+    )
+    temperature: float | None = 0.7
     user_temperature: float | None = 0.7
     max_tokens: int | None = None
     user_max_tokens: int | None = 400
     system_prompt: str | None = None
     repeat_note: bool = False
     answer_after_done: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _turn_limit_of_the_mode(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("max_steps") is None:
+            return {**data, "max_steps": MAX_STEPS.get(data.get("mode") or "task", MAX_STEPS["task"])}
+        return data
 
 
 @dataclass

@@ -20,6 +20,7 @@ from pydantic import Field
 
 from envscaler_core.cli import UserError
 from envscaler_core.config import add_config_arguments, config_from_args
+from envscaler_core.flags import add_field_flags, field_values
 from envscaler_core.runner import StageContext
 from evaluation import acebench, official
 from evaluation.results import trial_store
@@ -29,33 +30,44 @@ from evaluation.runs import EvalConfig, endpoint_meta, finish
 class AceConfig(EvalConfig):
     """Config section ``evaluation_acebench``."""
 
-    categories: list[str] = Field(default_factory=lambda: list(acebench.CATEGORIES))
+    categories: list[str] = Field(
+        default_factory=lambda: list(acebench.CATEGORIES),
+        description="comma list of agent_multi_step, agent_multi_turn",
+    )
     language: str = "en"
-    limit: int | None = Field(default=None, ge=1)
-    ids: list[str] = Field(default_factory=list)
-    acebench_dir: Path | None = None
-    acebench_model: str = acebench.DEFAULT_MODEL
-    user_model: str = acebench.DEFAULT_USER_MODEL
-    harness_python: str | None = None
+    limit: int | None = Field(default=None, ge=1, description="first N entries of each category")
+    ids: list[str] = Field(default_factory=list, description="comma list of entry ids (e.g. agent_multi_step_3)")
+    acebench_dir: Path | None = Field(
+        default=None, description="ACEBench checkout (default: .official/ACEBench from make setup-eval)"
+    )
+    acebench_model: str = Field(
+        default=acebench.DEFAULT_MODEL,
+        description=f"agent model name as listed in ACEBench's inference_map (default {acebench.DEFAULT_MODEL})",
+    )
+    user_model: str = Field(
+        default=acebench.DEFAULT_USER_MODEL,
+        description=f"user simulator model name (default {acebench.DEFAULT_USER_MODEL})",
+    )
+    harness_python: str | None = Field(default=None, description="Python that runs ACEBench (default: ours)")
     timeout_s: float | None = None
+
+
+FLAGS = [
+    ("categories", "--category"),
+    "limit",
+    "ids",
+    "samples",
+    "temperature",
+    "acebench_dir",
+    "acebench_model",
+    "user_model",
+    "harness_python",
+]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser)
-    parser.add_argument("--category", help="comma list of agent_multi_step, agent_multi_turn")
-    parser.add_argument("--limit", type=int, help="first N entries of each category")
-    parser.add_argument("--ids", help="comma list of entry ids (e.g. agent_multi_step_3)")
-    parser.add_argument("--samples", type=int, help="repeated runs (pass^k up to this k)")
-    parser.add_argument("--temperature", type=float, help="agent temperature")
-    parser.add_argument(
-        "--acebench-dir", type=Path, help="ACEBench checkout (default: .official/ACEBench from make setup-eval)"
-    )
-    parser.add_argument(
-        "--acebench-model",
-        help=f"agent model name as listed in ACEBench's inference_map (default {acebench.DEFAULT_MODEL})",
-    )
-    parser.add_argument("--user-model", help=f"user simulator model name (default {acebench.DEFAULT_USER_MODEL})")
-    parser.add_argument("--harness-python", help="Python that runs ACEBench (default: ours)")
+    add_field_flags(parser, AceConfig, FLAGS)
     group = parser.add_mutually_exclusive_group()
     group.add_argument(
         "--results",
@@ -68,23 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _config(args: argparse.Namespace) -> AceConfig:
-    def split(text: str | None) -> list[str] | None:
-        return [c.strip() for c in text.split(",") if c.strip()] if text else None
-
-    config = config_from_args(
-        AceConfig,
-        "evaluation_acebench",
-        args,
-        categories=split(args.category),
-        limit=args.limit,
-        ids=split(args.ids),
-        samples=args.samples,
-        temperature=args.temperature,
-        acebench_dir=args.acebench_dir,
-        acebench_model=args.acebench_model,
-        user_model=args.user_model,
-        harness_python=args.harness_python,
-    )
+    config = config_from_args(AceConfig, "evaluation_acebench", args, **field_values(args, AceConfig))
     bad = [c for c in config.categories if c not in acebench.CATEGORIES]
     if bad:
         raise UserError(f"unknown ACEBench category {bad}; choose from {acebench.CATEGORIES}")

@@ -22,6 +22,7 @@ from pydantic import Field
 
 from envscaler_core.cli import UserError
 from envscaler_core.config import add_config_arguments, config_from_args
+from envscaler_core.flags import add_field_flags, field_values
 from envscaler_core.rollout.types import RolloutSettings
 from envscaler_core.runner import StageContext, process_items
 from evaluation.bfcl_agent import run_trial
@@ -34,48 +35,31 @@ from evaluation.runs import EvalConfig, endpoint_meta, finish, finished_ids, pac
 class BfclConfig(EvalConfig):
     """Config section ``evaluation_bfcl``."""
 
-    categories: list[str] = Field(default_factory=lambda: ["multi_turn_base"])
-    limit: int | None = Field(default=None, ge=1)
-    ids: list[str] = Field(default_factory=list)
-    agent_mode: Literal["fc", "text"] = "fc"
+    categories: list[str] = Field(
+        default_factory=lambda: ["multi_turn_base"],
+        description=f"comma list of {', '.join(MULTI_TURN_CATEGORIES)} (short names like base, miss_func ok; "
+        "multi_turn = all four)",
+    )
+    limit: int | None = Field(default=None, ge=1, description="first N tasks of each category")
+    ids: list[str] = Field(default_factory=list, description="comma list of task ids (overrides --limit)")
+    agent_mode: Literal["fc", "text"] = Field(
+        default="fc", description="native function calling (BFCL FC) or <tool_call> text"
+    )
+
+
+FLAGS = ["categories", "limit", "ids", "samples", "temperature", "agent_mode"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser)
-    parser.add_argument(
-        "--categories",
-        default=None,
-        help=f"comma list of {', '.join(MULTI_TURN_CATEGORIES)} (short names like "
-        "base, miss_func ok; multi_turn = all four)",
-    )
-    parser.add_argument("--limit", type=int, help="first N tasks of each category")
-    parser.add_argument("--ids", help="comma list of task ids (overrides --limit)")
-    parser.add_argument("--samples", type=int, help="trials per task (pass^k for k=1..samples)")
-    parser.add_argument("--temperature", type=float, help="agent temperature (paper: 0.7)")
-    parser.add_argument(
-        "--agent-mode", choices=["fc", "text"], help="native function calling (BFCL FC) or <tool_call> text"
-    )
+    add_field_flags(parser, BfclConfig, FLAGS)
     parser.add_argument(
         "--official-check", action="store_true", help="also score trial 0 with BFCL's own `bfcl evaluate` and compare"
     )
 
 
 def _config(args: argparse.Namespace) -> BfclConfig:
-    categories = parse_categories(args.categories) if args.categories else None
-    ids = [i.strip() for i in args.ids.split(",") if i.strip()] if args.ids else None
-    if args.limit is not None and args.limit < 1:
-        raise UserError("--limit must be at least 1")
-    config = config_from_args(
-        BfclConfig,
-        "evaluation_bfcl",
-        args,
-        categories=categories,
-        limit=args.limit,
-        ids=ids,
-        samples=args.samples,
-        temperature=args.temperature,
-        agent_mode=args.agent_mode,
-    )
+    config = config_from_args(BfclConfig, "evaluation_bfcl", args, **field_values(args, BfclConfig))
     config.categories = parse_categories(",".join(config.categories))
     return config
 

@@ -24,6 +24,7 @@ from pydantic import Field
 
 from envscaler_core.cli import UserError
 from envscaler_core.config import add_config_arguments, config_from_args
+from envscaler_core.flags import add_field_flags, field_values
 from envscaler_core.runner import StageContext
 from evaluation import official, taubench
 from evaluation.results import trial_store
@@ -35,59 +36,61 @@ DOMAINS = ("retail", "airline", "telecom", "mock")
 class TauConfig(EvalConfig):
     """Config section ``evaluation_taubench``."""
 
-    version: Literal[1, 2] = 1
-    domains: list[str] = Field(default_factory=lambda: ["retail", "airline"])
-    limit: int | None = Field(default=None, ge=1)
-    task_ids: list[str] = Field(default_factory=list)
-    user_strategy: str = "llm"
-    taubench_dir: Path | None = None
-    tau2_bin: str | None = None
-    tau2_data_dir: Path | None = None
-    harness_python: str | None = None
+    version: Literal[1, 2] = Field(default=1, description="tau-bench v1 (default) or tau2")
+    domains: list[str] = Field(
+        default_factory=lambda: ["retail", "airline"], description="comma list: retail, airline (v2 also telecom, mock)"
+    )
+    limit: int | None = Field(default=None, ge=1, description="first N tasks")
+    task_ids: list[str] = Field(default_factory=list, description="comma list of task ids")
+    user_strategy: str = Field(default="llm", description="v1 user simulator strategy (llm, react, ...)")
+    taubench_dir: Path | None = Field(default=None, description="tau-bench v1 checkout (has run.py)")
+    tau2_bin: str | None = Field(default=None, description="the tau2 executable (its own Python >= 3.12 venv)")
+    tau2_data_dir: Path | None = Field(default=None, description="tau2 data dir (default: next to tau2-bin)")
+    harness_python: str | None = Field(default=None, description="Python that runs tau-bench v1 (default: ours)")
     timeout_s: float | None = None
+
+
+FLAGS = [
+    "version",
+    ("domains", "--domain"),
+    "limit",
+    "task_ids",
+    "samples",
+    "temperature",
+    "user_strategy",
+    "taubench_dir",
+    "tau2_bin",
+    "tau2_data_dir",
+    "harness_python",
+]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser)
-    parser.add_argument("--version", type=int, choices=[1, 2], help="tau-bench v1 (default) or tau2")
-    parser.add_argument("--domain", help="comma list: retail, airline (v2 also telecom, mock)")
-    parser.add_argument("--limit", type=int, help="first N tasks")
-    parser.add_argument("--task-ids", help="comma list of task ids")
-    parser.add_argument("--samples", type=int, help="trials per task (pass^k up to this k)")
-    parser.add_argument("--temperature", type=float, help="agent temperature")
-    parser.add_argument("--user-strategy", help="v1 user simulator strategy (llm, react, ...)")
-    parser.add_argument("--taubench-dir", type=Path, help="tau-bench v1 checkout (has run.py)")
-    parser.add_argument("--tau2-bin", help="the tau2 executable (its own Python >= 3.12 venv)")
-    parser.add_argument("--tau2-data-dir", type=Path, help="tau2 data dir (default: next to tau2-bin)")
-    parser.add_argument("--harness-python", help="Python that runs tau-bench v1 (default: ours)")
+    add_field_flags(parser, TauConfig, FLAGS)
     parser.add_argument(
         "--import", dest="import_file", type=Path, help="score an existing official results file instead of running"
     )
 
 
 def _config(args: argparse.Namespace) -> TauConfig:
-    domains = [d.strip() for d in args.domain.split(",") if d.strip()] if args.domain else None
-    task_ids = [t.strip() for t in args.task_ids.split(",") if t.strip()] if args.task_ids else None
-    config = config_from_args(
-        TauConfig,
-        "evaluation_taubench",
-        args,
-        version=args.version,
-        domains=domains,
-        limit=args.limit,
-        task_ids=task_ids,
-        samples=args.samples,
-        temperature=args.temperature,
-        user_strategy=args.user_strategy,
-        taubench_dir=args.taubench_dir,
-        tau2_bin=args.tau2_bin,
-        tau2_data_dir=args.tau2_data_dir,
-        harness_python=args.harness_python,
-    )
+    config = config_from_args(TauConfig, "evaluation_taubench", args, **field_values(args, TauConfig))
     bad = [d for d in config.domains if d not in DOMAINS or (config.version == 1 and d not in DOMAINS[:2])]
     if bad:
         raise UserError(f"unknown tau-bench domain(s) for v{config.version}: {bad}")
     return config
+
+
+def _run(config: TauConfig, domain: str) -> taubench.TauRun:
+    return taubench.TauRun(
+        domain=domain,
+        trials=config.samples,
+        temperature=config.temperature,
+        concurrency=config.concurrency,
+        task_ids=config.task_ids or None,
+        limit=config.limit,
+        user_strategy=config.user_strategy,
+    )
 
 
 def _run_v1(ctx: StageContext, config: TauConfig, domain: str) -> Path:
@@ -96,21 +99,13 @@ def _run_v1(ctx: StageContext, config: TauConfig, domain: str) -> Path:
     user = official.resolve_endpoint(ctx.config.llm_config("user"))
     routes = official.litellm_routes(agent, user)
     log_dir = ctx.out / "taubench_logs" / f"{domain}_{int(time.time())}"
-    ids = [int(t) for t in config.task_ids] if config.task_ids else None
     cmd = taubench.v1_command(
         official.python_for(config.harness_python),
         checkout / "run.py",
-        domain=domain,
-        agent=agent,
-        user=user,
-        routes=routes,
-        trials=config.samples,
-        temperature=config.temperature or 0.0,
-        log_dir=log_dir,
-        concurrency=config.concurrency,
-        user_strategy=config.user_strategy,
-        task_ids=ids,
-        limit=config.limit,
+        _run(config, domain),
+        (agent, user),
+        routes,
+        log_dir,
     )
     code = official.run_logged(
         cmd, cwd=checkout, env=routes.env, log_path=ctx.out / "harness.log", timeout_s=config.timeout_s
@@ -129,18 +124,7 @@ def _run_v2(ctx: StageContext, config: TauConfig, domain: str) -> Path:
     # An absolute --save-to lands in our run dir whether tau2 joins it to its data dir or not.
     save_to = ctx.out / "tau2" / name
     save_to.parent.mkdir(parents=True, exist_ok=True)
-    cmd = taubench.v2_command(
-        tau2,
-        domain=domain,
-        agent=agent,
-        user=user,
-        trials=config.samples,
-        temperature=config.temperature,
-        save_to=str(save_to),
-        concurrency=config.concurrency,
-        task_ids=config.task_ids or None,
-        limit=config.limit,
-    )
+    cmd = taubench.v2_command(tau2, _run(config, domain), agent, user, str(save_to))
     code = official.run_logged(
         cmd,
         cwd=None,

@@ -10,8 +10,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from envscaler_core.flags import add_field_flags, field_values
 from envscaler_core.progress import print_table
+from envscaler_core.rollout import RolloutSettings
 from interact_with_env.loading import read_envs, read_scenarios
+from interact_with_env.openenv_server.app import ServerOptions
 from interact_with_env.openenv_server.export import ExportSettings, export_folder
 
 
@@ -21,9 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, help="the folder to write")
     parser.add_argument("--scenario-id", action="append", dest="scenario_ids", help="only these scenarios")
     parser.add_argument("--name", help="environment / Space name (default: envscaler-<first env id>)")
-    parser.add_argument("--mode", choices=["task", "user"], default="task")
-    parser.add_argument("--max-steps", type=int, default=30)
-    parser.add_argument("--max-sessions", type=int, default=64)
+    add_field_flags(parser, RolloutSettings, ["mode", "max_steps"])
+    add_field_flags(parser, ServerOptions, ["max_sessions"])
     parser.add_argument("--wheel", type=Path, help="this project's wheel to bundle (default: built from the checkout)")
 
 
@@ -36,7 +38,10 @@ def run(args: argparse.Namespace) -> int:
         scenarios,
         args.out,
         ExportSettings(
-            name=name, mode=args.mode, max_steps=args.max_steps, max_sessions=args.max_sessions, wheel=args.wheel
+            name=name,
+            wheel=args.wheel,
+            rollout=RolloutSettings(**field_values(args, RolloutSettings)),
+            server=ServerOptions(**field_values(args, ServerOptions)),
         ),
     )
     print_table(

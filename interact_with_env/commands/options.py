@@ -9,6 +9,7 @@ from typing import Any
 from envscaler_core.artifacts import EnvSpec
 from envscaler_core.cli import UserError
 from envscaler_core.config import add_config_arguments, config_from_args
+from envscaler_core.flags import add_field_flags, field_values
 from interact_with_env.config import SECTION, InteractConfig
 from interact_with_env.loading import read_env, read_envs, read_json_file, read_scenarios
 
@@ -40,26 +41,17 @@ def env_and_start_state(args: argparse.Namespace) -> tuple[EnvSpec, dict[str, An
     return read_env(args.envs, args.env_id), state
 
 
+ROLLOUT_FLAGS = ["mode", "agent_mode", "max_steps", "seed"]
+
+
 def add_rollout_arguments(parser: argparse.ArgumentParser) -> None:
     """Inputs, modes and limits of an episode, plus the common stage flags."""
     parser.add_argument("--envs", type=Path, required=True, help="envs.jsonl or original env metadata JSON")
     parser.add_argument("--scenarios", type=Path, required=True, help="scenarios.jsonl or original JSON")
-    parser.add_argument("--mode", choices=["task", "user"], help="task: non-conversational; user: simulated user")
-    parser.add_argument("--agent-mode", choices=["fc", "text"], help="native function calling or Qwen3 text")
-    parser.add_argument("--max-steps", type=int, help="agent turns per episode")
-    parser.add_argument("--seed", type=int, help="base seed")
+    add_field_flags(parser, InteractConfig, ROLLOUT_FLAGS)
     add_config_arguments(parser)
 
 
 def rollout_config(args: argparse.Namespace, **explicit) -> InteractConfig:
     """The config from ``--config``/``--set`` and the explicit flags."""
-    return config_from_args(
-        InteractConfig,
-        SECTION,
-        args,
-        mode=args.mode,
-        agent_mode=args.agent_mode,
-        max_steps=args.max_steps,
-        seed=args.seed,
-        **explicit,
-    )
+    return config_from_args(InteractConfig, SECTION, args, **field_values(args, InteractConfig), **explicit)

@@ -12,13 +12,15 @@ import logging
 import os
 import sys
 
+from pydantic import ValidationError
+
 from envscaler_core.cli import UserError
+from envscaler_core.flags import add_field_flags, field_values
 from envscaler_core.heap import settle_for_long_run
 from envscaler_core.llm import LLMClient
 from interact_with_env.commands.options import add_rollout_arguments, rollout_config
 from interact_with_env.openenv_server import require_openenv
 from interact_with_env.openenv_server.app import (
-    DEFAULT_IDLE_TIMEOUT_S,
     ServerOptions,
     build_app,
     is_loopback,
@@ -30,40 +32,30 @@ from interact_with_env.openenv_server.auth import TOKEN_ENV
 log = logging.getLogger(__name__)
 
 
+SERVER_FLAGS = ["max_sessions", "token", "idle_timeout_s", "call_timeout_s", "env_templates"]
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_rollout_arguments(parser)
     parser.add_argument("--scenario-id", action="append", dest="scenario_ids", help="serve only these scenarios")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (non-loopback needs a token)")
     parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--max-sessions", type=int, default=64, help="concurrent sessions (one sandbox session each)")
-    parser.add_argument("--token", help=f"bearer token every request must carry (default: ${TOKEN_ENV})")
-    parser.add_argument(
-        "--idle-timeout-s", type=float, default=DEFAULT_IDLE_TIMEOUT_S, help="close sessions idle this long (0: never)"
-    )
-    parser.add_argument("--call-timeout-s", type=float, default=5.0, help="budget of one tool call")
-    parser.add_argument(
-        "--no-env-templates",
-        dest="env_templates",
-        action="store_false",
-        help="each session loads its environment's code itself (no template process per session worker)",
-    )
+    add_field_flags(parser, ServerOptions, SERVER_FLAGS)
 
 
 def options_from_args(args: argparse.Namespace) -> ServerOptions:
     """Server options; refuses a non-loopback bind without a token."""
-    token = args.token or os.environ.get(TOKEN_ENV) or None
-    if not is_loopback(args.host) and not token:
+    given = field_values(args, ServerOptions)
+    given["token"] = given.get("token") or os.environ.get(TOKEN_ENV) or None
+    if not is_loopback(args.host) and not given["token"]:
         raise UserError(
             f"binding {args.host} serves sandboxed code to anyone who reaches it: give a bearer token "
             f"with --token or ${TOKEN_ENV}"
         )
-    return ServerOptions(
-        max_sessions=args.max_sessions,
-        token=token,
-        call_timeout_s=args.call_timeout_s,
-        idle_timeout_s=args.idle_timeout_s or None,
-        env_templates=args.env_templates,
-    )
+    try:
+        return ServerOptions(**given)
+    except ValidationError as exc:
+        raise UserError(f"invalid server option: {exc}") from None
 
 
 def run(args: argparse.Namespace) -> int:

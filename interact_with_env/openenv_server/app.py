@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import functools
 import ipaddress
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
 
 from envscaler_core.cli import UserError
 from envscaler_core.llm import LLMClient
@@ -20,30 +21,42 @@ from envscaler_core.rollout import RolloutSettings
 from envscaler_core.runtime import Sandbox, SandboxLimits
 from interact_with_env.loading import read_envs, read_scenarios
 from interact_with_env.openenv_server import require_openenv
+from interact_with_env.openenv_server.auth import TOKEN_ENV
 from interact_with_env.openenv_server.service import EpisodeService
 
-DEFAULT_IDLE_TIMEOUT_S = 900.0
 LOOPBACK_NAMES = {"localhost"}
 
 
-@dataclass
-class ServerOptions:
+class ServerOptions(BaseModel):
     """How one server process is sized and guarded.
 
     Attributes:
         max_sessions: OpenEnv sessions (= sandbox sessions) at once; one more gets ``SessionCapacityError``.
         idle_timeout_s: An OpenEnv session idle this long is closed by OpenEnv's reaper (a client that
-            vanished without closing its HTTP MCP session); None keeps idle sessions forever.
+            vanished without closing its HTTP MCP session); None (or 0) keeps idle sessions forever.
         token: Bearer token every request must carry (None: no guard, loopback only).
         call_timeout_s: Budget of one tool call in the sandbox (a call past it is an error result and
             the session is rebuilt from the state before it).
+        env_templates: Each sandbox worker keeps a template process per environment (off: every
+            session loads its environment's code itself).
     """
 
-    max_sessions: int = 64
-    idle_timeout_s: float | None = DEFAULT_IDLE_TIMEOUT_S
-    token: str | None = None
-    call_timeout_s: float = 5.0
-    env_templates: bool = True
+    max_sessions: int = Field(default=64, description="concurrent sessions (one sandbox session each)")
+    idle_timeout_s: float | None = Field(default=900.0, description="close sessions idle this long (0: never)")
+    token: str | None = Field(
+        default=None, description=f"bearer token every request must carry (default: ${TOKEN_ENV})"
+    )
+    call_timeout_s: float = Field(default=5.0, description="budget of one tool call")
+    env_templates: bool = Field(
+        default=True,
+        description="a template process per environment on each session worker (--no-env-templates: each session "
+        "loads its environment's code itself)",
+    )
+
+    @field_validator("idle_timeout_s")
+    @classmethod
+    def _zero_is_never(cls, value: float | None) -> float | None:
+        return value or None
 
 
 def is_loopback(host: str) -> bool:

@@ -23,11 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from pydantic import BaseModel, Field
 
 from envscaler_core.artifacts import EnvSpec, Scenario
 from envscaler_core.cli import UserError
 from envscaler_core.rollout import RolloutSettings
 from envscaler_core.runtime import Sandbox
+from interact_with_env.openenv_server.app import ServerOptions
 from interact_with_env.openenv_server.service import DONE, EpisodeService
 from interact_with_env.openenv_server.space import SERVER_FILE
 
@@ -52,25 +54,20 @@ class RewardCheck:
         return self.oracle >= 1.0 and self.floor <= 1.0 - MIN_FLOOR_MARGIN
 
 
-@dataclass
-class ExportSettings:
-    """What the exported server serves and how.
+class ExportSettings(BaseModel):
+    """What the exported server serves and how: its name and wheel, the episodes' settings
+    (``rollout``: ``mode``, ``max_steps``) and the server's (``server``: ``max_sessions``,
+    ``call_timeout_s``).
 
     Attributes:
         name: The environment's name (``openenv.yaml``, the Space's repo name).
-        mode: ``task`` or ``user``.
-        max_steps: Agent actions per episode.
-        max_sessions: Concurrent sessions of the Space.
-        call_timeout_s: Budget of one tool call.
         wheel: A wheel of this project to bundle (None: built from this checkout).
     """
 
     name: str
-    mode: str = "task"
-    max_steps: int = 30
-    max_sessions: int = 64
-    call_timeout_s: float = 5.0
     wheel: Path | None = None
+    rollout: RolloutSettings = Field(default_factory=RolloutSettings)
+    server: ServerOptions = Field(default_factory=ServerOptions)
 
 
 async def _score(service: EpisodeService, scenario: Scenario, oracle: bool) -> float:
@@ -119,7 +116,7 @@ def export_folder(
     """
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}", settings.name):
         raise UserError(f"--name {settings.name!r}: letters, digits, '-', '_' and '.' only")
-    checks, tools = measure_rewards(envs, scenarios, settings.max_steps)
+    checks, tools = measure_rewards(envs, scenarios, settings.rollout.max_steps)
     kept_ids = {c.scenario_id for c in checks if c.fit}
     kept = [s for s in scenarios if s.id in kept_ids]
     if not kept:
@@ -136,10 +133,10 @@ def export_folder(
     (out / "data" / SERVER_FILE).write_text(
         json.dumps(
             {
-                "mode": settings.mode,
-                "max_steps": settings.max_steps,
-                "max_sessions": settings.max_sessions,
-                "call_timeout_s": settings.call_timeout_s,
+                "mode": settings.rollout.mode,
+                "max_steps": settings.rollout.max_steps,
+                "max_sessions": settings.server.max_sessions,
+                "call_timeout_s": settings.server.call_timeout_s,
             },
             indent=1,
         )
@@ -180,7 +177,7 @@ def _manifest(
             "reward": {"range": [0.0, 1.0], "oracle_tolerance": 0.0, "floor_margin": floor_margin},
             "resources": {
                 "cpu": 2.0,
-                "memory_mb": 2048 + 16 * settings.max_sessions,
+                "memory_mb": 2048 + 16 * settings.server.max_sessions,
                 "disk_mb": 4096,
                 "episode_timeout_s": 600.0,
             },
@@ -220,7 +217,7 @@ def _readme(settings: ExportSettings, kept: list[Scenario], fit: list[RewardChec
     rows = "\n".join(f"| `{c.scenario_id}` | `{c.env_id}` | {c.oracle} | {c.floor} |" for c in fit)
     mode_help = (
         "answer with the `done` tool"
-        if settings.mode == "task"
+        if settings.rollout.mode == "task"
         else "talk to the simulated user with `send_message`; it needs the USER_OPENAI_* secrets"
     )
     return (
@@ -231,10 +228,10 @@ def _readme(settings: ExportSettings, kept: list[Scenario], fit: list[RewardChec
             env_count=len(used),
             scenario_count=len(kept),
             first_scenario=kept[0].id,
-            mode=settings.mode,
+            mode=settings.rollout.mode,
             mode_help=mode_help,
-            max_sessions=settings.max_sessions,
-            max_steps=settings.max_steps,
+            max_sessions=settings.server.max_sessions,
+            max_steps=settings.rollout.max_steps,
             scenario_rows=rows,
         )
     )

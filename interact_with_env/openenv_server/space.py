@@ -27,13 +27,10 @@ def space_app(data: Path) -> Any:
     """The FastAPI app over ``data/`` (its sandbox closes when the app shuts down)."""
     settings_file = json.loads((data / SERVER_FILE).read_text(encoding="utf-8"))
     options = ServerOptions(
-        max_sessions=int(settings_file.get("max_sessions", 64)),
-        call_timeout_s=float(settings_file.get("call_timeout_s", 5.0)),
+        **{k: settings_file[k] for k in ("max_sessions", "call_timeout_s") if k in settings_file},
         token=os.environ.get(TOKEN_ENV) or None,
     )
-    settings = RolloutSettings(
-        mode=settings_file.get("mode", "task"), max_steps=int(settings_file.get("max_steps", 30))
-    )
+    settings = RolloutSettings(**{k: settings_file[k] for k in ("mode", "max_steps") if k in settings_file})
     user = LLMClient(resolve_llm_config("user"), label="openenv.user") if settings.mode == "user" else None
     sandbox = open_sandbox(options)
     service = service_from_files(data / "envs.jsonl", data / "scenarios.jsonl", sandbox, settings, user_client=user)
