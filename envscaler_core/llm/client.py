@@ -27,8 +27,6 @@ from envscaler_core.llm.schema import (
     AGENT_TURN,
     USER_TURN,
     agent_turn_schema,
-    decode_turn,
-    extract_json,
     response_format_for,
     tool_call_schema,
     turn_format,
@@ -36,7 +34,7 @@ from envscaler_core.llm.schema import (
 from envscaler_core.llm.slots import SlotTable, slot_table
 from envscaler_core.llm.transport import make_transport, sdk
 from envscaler_core.llm.usage import UsageMeter
-from envscaler_core.toolformat import parse_text_tool_calls, split_reasoning
+from envscaler_core.toolformat import load_json, parse_reply, split_reasoning
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
@@ -222,7 +220,7 @@ class LLMClient:
                 label=label,
             )
             try:
-                return model.model_validate(extract_json(result.content))
+                return model.model_validate(load_json(result.content))
             except (json.JSONDecodeError, ValidationError, ValueError) as exc:
                 last_error = str(exc)[:800]
             convo = convo + [
@@ -383,16 +381,21 @@ class LLMClient:
     def _finish(self, result: ChatResult, tools: list[dict] | None, turn: str = "") -> ChatResult:
         if not result.reasoning and "</think>" in result.content:
             result.reasoning, result.content = split_reasoning(result.content)
-        if turn and not result.tool_calls:
-            _unwrap_turn(result)
-        if tools and not result.tool_calls and result.content.strip():
-            names = [t.get("function", t)["name"] for t in tools]
-            parsed = parse_text_tool_calls(result.content, names)
-            if parsed.calls:
-                result.tool_calls = [_tool_call(c.name, c.arguments) for c in parsed.calls]
-                result.content = parsed.content
-                result.reasoning = result.reasoning or parsed.reasoning
-                result.parsed_from_text = True
+        if (turn or tools) and not result.tool_calls and result.content.strip():
+            # a schema turn's JSON, or calls a model without native tool calling wrote as text
+            reply = parse_reply(
+                result.content,
+                tool_names=[t.get("function", t)["name"] for t in tools or []],
+                reasoning=result.reasoning,
+                schema_turn=bool(turn),
+                text_calls=bool(tools),
+            )
+            if reply.calls:
+                result.tool_calls = [_tool_call(c.name, c.arguments) for c in reply.calls]
+                result.content, result.parsed_from_text = reply.content, True
+                result.reasoning = result.reasoning or reply.reasoning
+            elif turn:
+                result.content = reply.content
         if not result.content.strip() and not result.tool_calls:
             raise _EmptyResponse("empty response (no content and no tool calls)")
         return result
@@ -410,22 +413,6 @@ def _turn_kind(request: dict[str, Any]) -> str:
     fmt = request.get("response_format") or {}
     name = (fmt.get("json_schema") or {}).get("name", "") if isinstance(fmt, dict) else ""
     return name if name in (AGENT_TURN, USER_TURN) else ""
-
-
-def _unwrap_turn(result: ChatResult) -> None:
-    """A constrained turn's JSON becomes a native tool call, or the answer's text as content.
-
-    Anything else (a server that ignored the schema) is left for the text parser.
-    """
-    decoded = decode_turn(result.content)
-    if decoded is None:
-        return
-    kind, value = decoded
-    if kind == "call":
-        result.tool_calls = [_tool_call(value["name"], value["arguments"])]
-        result.content, result.parsed_from_text = "", True
-    else:
-        result.content = value.strip()
 
 
 class _EmptyResponse(ValueError):

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
-import re
 import weakref
 from typing import Any
 
@@ -12,7 +10,6 @@ from pydantic import BaseModel
 
 # Weak keys: models built at run time (per environment) do not pile up.
 _SCHEMAS: weakref.WeakKeyDictionary[type[BaseModel], dict[str, Any]] = weakref.WeakKeyDictionary()
-_FENCED = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
 
 
 def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
@@ -69,28 +66,9 @@ def tool_call_schema(tools: list[dict[str, Any]], only: str | None = None) -> di
     return options[0] if len(options) == 1 else {"anyOf": options}
 
 
-def extract_json(text: str) -> Any:
-    """Parse JSON from model output: plain, fenced, or the first object/array in prose."""
-    text = (text or "").strip()
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        pass
-    for match in _FENCED.finditer(text):
-        try:
-            return json.loads(match.group(1))
-        except json.JSONDecodeError:
-            continue
-    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
-    if not starts:
-        raise json.JSONDecodeError("no JSON object found", text, 0)
-    obj, _ = json.JSONDecoder().raw_decode(text[min(starts) :])
-    return obj
-
-
 AGENT_TURN = "agent_turn"
 USER_TURN = "user_turn"
-ANSWER_KEY = "final_answer"
+ANSWER_KEY = "final_answer"  # toolformat.ANSWER_KEYS reads it back
 _TEXT_CAP = 2000  # a grammar-constrained decoder must be able to close the string
 
 
@@ -126,23 +104,3 @@ def user_turn_schema(stop: str) -> dict[str, Any]:
 def turn_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
     """An OpenAI ``response_format`` for a schema-constrained turn named ``name``."""
     return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": False}}
-
-
-def decode_turn(text: str) -> tuple[str, Any] | None:
-    """A constrained turn's JSON as ``("call", {"name", "arguments"})``, ``("answer", text)``,
-    ``("reply", text)``, or None when it is not such JSON."""
-    try:
-        obj = json.loads((text or "").strip())
-    except json.JSONDecodeError:
-        try:
-            obj = extract_json(text)
-        except (json.JSONDecodeError, ValueError):
-            return None
-    if not isinstance(obj, dict):
-        return None
-    if isinstance(obj.get("name"), str) and isinstance(obj.get("arguments"), dict):
-        return "call", {"name": obj["name"], "arguments": obj["arguments"]}
-    for key, kind in ((ANSWER_KEY, "answer"), ("reply", "reply")):
-        if isinstance(obj.get(key), str):
-            return kind, obj[key]
-    return None

@@ -25,9 +25,11 @@ from envscaler_core.prompts import render_prompt
 from envscaler_core.rollout.types import RolloutSettings
 from envscaler_core.runtime import CallResult, ErrorType, error_observation
 from envscaler_core.toolformat import (
-    TextTurn,
+    ParsedCall,
+    Reply,
+    clean_model_text,
     format_error_message,
-    parse_turn,
+    parse_reply,
     render_assistant,
     render_results,
     with_tools,
@@ -39,11 +41,13 @@ MALFORMED_TOOL = "(malformed)"
 
 @dataclass
 class AgentCall:
-    """One tool call requested by the agent (arguments as sent: dict or raw JSON text)."""
+    """One tool call requested by the agent: a dict of arguments, or (``error`` set) the text the
+    model sent that is not a JSON object; the environment then answers with that error."""
 
     id: str
     name: str
     arguments: Any
+    error: str = ""
 
 
 @dataclass
@@ -69,15 +73,14 @@ def observation_text(observation: dict[str, Any]) -> str:
     return json.dumps(observation, ensure_ascii=False)
 
 
-def _as_text(content: str, tool_calls: list[dict[str, Any]]) -> str:
-    """A text-mode answer: calls decoded under the turn schema written as ``<tool_call>`` blocks."""
-    return render_assistant(
-        content,
-        [
-            {"name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"] or "{}")}
-            for c in tool_calls
-        ],
-    )
+def _agent_call(call: ParsedCall) -> AgentCall:
+    if call.error:  # sent as the model wrote it: the environment reports why it does not parse
+        return AgentCall(call.id or _new_id(), call.name, call.raw, call.error)
+    return AgentCall(call.id or _new_id(), call.name, call.arguments)
+
+
+def _call_dicts(calls: list[ParsedCall]) -> list[dict[str, Any]]:
+    return [{"name": c.name, "arguments": c.arguments} for c in calls]
 
 
 def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -176,19 +179,18 @@ class AgentPolicy:
         usage = result.usage.model_copy()
         if result.cached:
             usage = usage.model_copy(update={"calls": 0, "cache_hits": 1})
-        if fc:
-            action = self._from_fc(result.assistant_message())
-        else:
-            action = self.action_from_text(_as_text(result.content, result.tool_calls), result.reasoning)
+        if fc:  # the client has read the calls (native, a schema turn's, or written as text)
+            reply = parse_reply(result.content, result.tool_calls)
+            message = result.assistant_message()
+            action = AgentAction(message=message, calls=[_agent_call(c) for c in reply.calls], content=result.content)
+        else:  # text mode: calls a schema turn decoded come native; otherwise they are in the text
+            native = result.tool_calls or None
+            reply = parse_reply(result.content, native, tool_names=self.tool_names, reasoning=result.reasoning)
+            if native:  # the stored turn writes them as the model would have
+                reply.text = clean_model_text(render_assistant(reply.content, _call_dicts(reply.calls)))
+            action = self.action_from_reply(reply)
         action.usage, action.latency_s = usage, time.perf_counter() - started
         return action
-
-    def _from_fc(self, message: dict[str, Any]) -> AgentAction:
-        calls = [
-            AgentCall(c.get("id") or _new_id(), c["function"]["name"], c["function"]["arguments"])
-            for c in message.get("tool_calls") or []
-        ]
-        return AgentAction(message=message, calls=calls, content=message.get("content") or "")
 
     def action_from_text(
         self, text: str, reasoning: str = "", *, first_only: bool = False, strict_think: bool = False
@@ -197,14 +199,16 @@ class AgentPolicy:
 
         In ``text`` mode the message keeps the text; in ``fc`` mode calls written as
         ``<tool_call>`` JSON become native ``tool_calls``. ``first_only`` and ``strict_think``
-        are :func:`~envscaler_core.toolformat.parse_turn`'s (RL environments use them).
+        are :func:`~envscaler_core.toolformat.parse_reply`'s (RL environments use them).
         """
-        turn = parse_turn(text, self.tool_names, reasoning=reasoning, first_only=first_only, strict_think=strict_think)
-        return self.action_from_turn(turn)
+        reply = parse_reply(
+            text, tool_names=self.tool_names, reasoning=reasoning, first_only=first_only, strict_think=strict_think
+        )
+        return self.action_from_reply(reply)
 
-    def action_from_turn(self, turn: TextTurn) -> AgentAction:
-        """The :class:`AgentAction` of a parsed text turn."""
-        calls = [AgentCall(_new_id(), c.name, c.arguments) for c in turn.calls]
+    def action_from_reply(self, turn: Reply) -> AgentAction:
+        """The :class:`AgentAction` of a parsed reply whose calls are the agent's to make."""
+        calls = [_agent_call(c) for c in turn.calls]
         if self.settings.agent_mode == "text":
             message: dict[str, Any] = {"role": "assistant", "content": turn.text}
         else:

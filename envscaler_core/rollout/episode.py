@@ -313,13 +313,7 @@ __all__ = ["STOP", "Episode", "EventHook"]
 
 
 def _call_key(call: AgentCall) -> str:
-    arguments = call.arguments
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except ValueError:
-            pass
-    return call.name + "\0" + json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+    return call.name + "\0" + json.dumps(call.arguments, sort_keys=True, ensure_ascii=False, default=str)
 
 
 def _changed(outcome: CallResult) -> bool:

@@ -9,13 +9,13 @@ gets a ``timeout`` / ``worker_crashed`` observation; nothing ever hangs.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ..toolformat import ArgumentsError, call_arguments
 from .models import CallResult, EnvLoadError, WorkerError
 from .pool import WorkerPool
 from .wire.errors import ErrorType, error_observation, unknown_tool
@@ -28,27 +28,19 @@ log = logging.getLogger(__name__)
 
 
 def parse_arguments(arguments: Any) -> tuple[dict | None, dict | None]:
-    """Normalises tool-call arguments (dict, JSON text, None).
+    """Normalises tool-call arguments (dict, JSON text, None) with the tool format's reader.
 
     Returns:
         (arguments dict, None) or (None, error observation).
     """
-    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
-        return {}, None
-    if isinstance(arguments, (str, bytes)):
-        try:
-            arguments = json.loads(arguments)
-        except ValueError as exc:
-            return None, error_observation(
-                ErrorType.MALFORMED_JSON,
-                f'Arguments are not valid JSON ({exc}). Send a JSON object such as {{"name": "value"}}.',
-            )
-    if not isinstance(arguments, dict):
+    try:
+        parsed = call_arguments(arguments)
+    except ArgumentsError as exc:
         return None, error_observation(
-            ErrorType.INVALID_ARGUMENTS, f"Arguments must be a JSON object, got {type(arguments).__name__}."
+            ErrorType.MALFORMED_JSON if exc.not_json else ErrorType.INVALID_ARGUMENTS, str(exc)
         )
     try:
-        return to_jsonable(arguments), None
+        return to_jsonable(parsed), None
     except TypeError as exc:
         return None, error_observation(ErrorType.INVALID_ARGUMENTS, f"Arguments are not JSON data: {exc}")
 

@@ -9,19 +9,24 @@ this format through this package, so training data and RL prompts cannot drift a
 * a call: ``<tool_call>\\n{"name": ..., "arguments": {...}}\\n</tool_call>`` (:func:`render_call`,
   :func:`render_assistant`), with an optional leading ``<think>`` block;
 * results: one user message of ``<tool_response>`` blocks in call order (:func:`render_results`);
-* parsing: :func:`parse_turn` (agent rules) over the lenient :func:`parse_text_tool_calls`.
+* parsing: :func:`parse_reply`, the one entry point for a model's reply (native calls, a schema
+  turn's JSON or calls in text) into typed calls with dict arguments, over the lenient
+  :func:`parse_text_tool_calls` and :func:`load_json`.
 """
 
 from envscaler_core.toolformat.parse import (
     NO_CALL_IN_TAG,
     UNCLOSED_THINK,
+    ArgumentsError,
     ParsedCall,
     ParsedText,
-    TextTurn,
+    Reply,
+    call_arguments,
     clean_model_text,
+    load_json,
+    parse_reply,
     parse_results,
     parse_text_tool_calls,
-    parse_turn,
     split_reasoning,
 )
 from envscaler_core.toolformat.render import (
@@ -55,17 +60,20 @@ __all__ = [
     "THINK_CLOSE",
     "THINK_OPEN",
     "UNCLOSED_THINK",
+    "ArgumentsError",
     "ParsedCall",
     "ParsedText",
-    "TextTurn",
+    "Reply",
+    "call_arguments",
     "clean_model_text",
     "dumps",
     "format_error_message",
+    "load_json",
     "merged_results",
     "openai_tool",
+    "parse_reply",
     "parse_results",
     "parse_text_tool_calls",
-    "parse_turn",
     "render_assistant",
     "render_call",
     "render_results",
