@@ -10,7 +10,7 @@ from envscaler_core.artifacts import EnvSpec, Scenario
 from envscaler_core.codegen import CodeExtractionError, extract_python
 from envscaler_core.llm.client import LLMClient, StructuredOutputError
 from envscaler_core.prompts import render_prompt
-from scen_generator.config import ScenGeneratorConfig
+from scen_generator.config import FIRST_TRY, Retry, ScenGeneratorConfig
 from scen_generator.context import entities_text, introduction, state_text
 
 
@@ -76,21 +76,17 @@ async def generate_checker(
     item: str,
     cfg: ScenGeneratorConfig,
     label: str,
-    *,
-    feedback: str = "",
-    salt: str = "",
-    temperature: float | None = None,
+    retry: Retry = FIRST_TRY,
 ) -> str | None:
     """One ``check_func`` source for ``item``, or None after ``checker_attempts`` unusable answers."""
-    messages = checker_prompt(env, scenario, item, feedback)
+    messages = checker_prompt(env, scenario, item, retry.feedback)
     for attempt in range(cfg.checker_attempts):
         try:
-            temp = cfg.code_temperature if temperature is None else temperature
             result = await client.chat(
                 messages,
-                temperature=temp,
+                temperature=retry.temperature_or(cfg.code_temperature),
                 max_tokens=cfg.max_tokens,
-                cache_salt=f"checker:{salt}:{attempt}",
+                cache_salt=f"checker:{retry.salt}:{attempt}",
                 label=label,
             )
             return extract_python(result.content, function="check_func")

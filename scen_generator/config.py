@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -150,3 +151,19 @@ class ScenGeneratorConfig(StageConfig):
     solve_max_tokens: int | None = 512
     solve_agent_mode: Literal["fc", "text"] = "fc"
     solve_repeat_note: bool = False
+
+
+@dataclass(frozen=True)
+class Retry:
+    """What a later attempt at a reference solution or a checker changes: the failure it is told
+    about (``feedback``), its cache salt, and its temperature (None: the config's)."""
+
+    feedback: str = ""
+    salt: str = ""
+    temperature: float | None = None
+
+    def temperature_or(self, default: float) -> float:
+        return default if self.temperature is None else self.temperature
+
+
+FIRST_TRY = Retry()  # no feedback, no salt, the config's temperature

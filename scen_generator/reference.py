@@ -10,7 +10,7 @@ from envscaler_core.artifacts import EnvSpec, Scenario, ToolCall
 from envscaler_core.llm.client import LLMClient, StructuredOutputError
 from envscaler_core.llm.schema import inline_refs
 from envscaler_core.prompts import render_prompt
-from scen_generator.config import ScenGeneratorConfig
+from scen_generator.config import FIRST_TRY, Retry, ScenGeneratorConfig
 from scen_generator.context import introduction, rules_text, state_text, tools_text
 
 
@@ -89,19 +89,16 @@ async def generate_reference(
     tools: list[dict],
     cfg: ScenGeneratorConfig,
     label: str,
-    *,
-    feedback: str = "",
-    salt: str = "",
-    temperature: float | None = None,
+    retry: Retry = FIRST_TRY,
 ) -> list[ToolCall] | None:
     """One reference solution, or None if the model gives no valid answer."""
     try:
         answer = await client.structured(
-            reference_prompt(env, scenario, tools, feedback),
+            reference_prompt(env, scenario, tools, retry.feedback),
             reference_model(tools),
-            temperature=cfg.code_temperature if temperature is None else temperature,
+            temperature=retry.temperature_or(cfg.code_temperature),
             max_tokens=cfg.max_tokens,
-            cache_salt=f"reference:{salt}",
+            cache_salt=f"reference:{retry.salt}",
             label=label,
         )
     except StructuredOutputError:

@@ -17,7 +17,7 @@ from envscaler_core.llm import LLMClient
 from envscaler_core.runtime import Replay, Sandbox, purity_problems
 from scen_generator.checkers import generate_checker
 from scen_generator.collateral_probe import reference_gate, run_probe
-from scen_generator.config import ScenGeneratorConfig
+from scen_generator.config import Retry, ScenGeneratorConfig
 from scen_generator.difficulty import difficulty_of
 from scen_generator.proof import Proof, prove, record_values
 from scen_generator.reference import generate_reference
@@ -58,9 +58,7 @@ class Validator:
             tools,
             self.cfg,
             self.label,
-            feedback=feedback,
-            salt=salt,
-            temperature=_FRESH_TEMPERATURE if fresh else None,
+            Retry(feedback, salt, _FRESH_TEMPERATURE if fresh else None),
         )
 
     async def best_of_n(self, env: EnvSpec, scenario: Scenario, tools: list[dict], repairs: list) -> Proof:
@@ -194,9 +192,11 @@ class Validator:
                     item.check_item,
                     self.cfg,
                     self.label,
-                    feedback=feedback if strategy == "feedback" else "",
-                    salt=f"repair{round_}:{index}:{strategy}",
-                    temperature=_FRESH_TEMPERATURE if strategy == "fresh" else None,
+                    Retry(
+                        feedback if strategy == "feedback" else "",
+                        f"repair{round_}:{index}:{strategy}",
+                        _FRESH_TEMPERATURE if strategy == "fresh" else None,
+                    ),
                 )
                 ok = source is not None and await self.sandbox.in_thread(self._checker_passes, source, final, initial)
                 repairs.append(_attempt(round_, f"checker {index + 1}", strategy, ok, feedback[:400]))

@@ -19,7 +19,7 @@ from envscaler_core.scoring import Scorer
 from envscaler_core.store import JsonlStore
 from scen_generator.checkers import generate_checker, generate_checklist
 from scen_generator.compose import compose_plan
-from scen_generator.config import STEP_FILES, STEP_INPUT_STATUS, ScenGeneratorConfig
+from scen_generator.config import STEP_FILES, STEP_INPUT_STATUS, Retry, ScenGeneratorConfig
 from scen_generator.plan_first import generate_plan, generate_planned_task, planned_checks
 from scen_generator.repair import Validator
 from scen_generator.state_schema import StateShape, state_shape
@@ -182,7 +182,7 @@ class Steps:
         checklist = []
         for index, item in enumerate(items):
             source = await generate_checker(
-                self.client, env, scenario, item, self.cfg, self.label("checkers"), salt=str(index)
+                self.client, env, scenario, item, self.cfg, self.label("checkers"), Retry(salt=str(index))
             )
             checklist.append(ChecklistItem(check_item=item, check_func=source or ""))
         return scenario.model_copy(update={"checklist_with_func": checklist, "status": "checked"})
