@@ -55,7 +55,7 @@ async def play(client: LLMClient, moment: str, sample: int, temperature: float) 
 
 async def run(samples: int, temperature: float) -> None:
     client = LLMClient(resolve_llm_config("user", {"cache": False}), label="bench")
-    print(f"user endpoint: {client.config.base_url or 'embedded'}; schema turns: {client.schema_turns}")
+    print(f"user endpoint: {client.config.base_url or 'embedded'}; schema turns: {client.capabilities.schema_turns}")
     print(f"{'moment':<9}  {'stop':>4}  {'talk':>4}  {'thought leaked':>14}  example")
     for moment in MOMENTS:
         turns = [await play(client, moment, i, temperature) for i in range(samples)]

@@ -51,8 +51,14 @@ def _require_ray() -> Any:
 
 
 def forwarded_env() -> dict[str, str]:
-    """Endpoint settings of this process that the stage actors must see (read at each run)."""
+    """Endpoint settings of this process that the stage actors must see (read at each run): the
+    variables above, and the embedded server this driver runs or was handed."""
+    from envscaler_core.llm.embedded import attached_server
+
     env = {k: os.environ[k] for k in _FORWARDED_ENV if os.environ.get(k)}
+    server = attached_server()
+    if server is not None:
+        env.update(server.environment())
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH")]))
     return env
 

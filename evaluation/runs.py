@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import Field
 
 from envscaler_core.config import StageConfig
+from envscaler_core.llm.embedded import attached_server
 from envscaler_core.progress import print_table
 from envscaler_core.runner import StageContext, update_manifest
 from evaluation.results import TrialRecord, latest_trials, summarize, trial_store, write_results
@@ -41,7 +42,8 @@ def selected_trials(run_dir: Path, ids: Iterable[str]) -> list[TrialRecord]:
 def endpoint_meta(ctx: StageContext, role: str = "agent") -> dict[str, Any]:
     """Which model answered: the endpoint, or the embedded model's name."""
     config = ctx.config.llm_config(role)  # type: ignore[arg-type]  # roles come as str; an unknown one gets the defaults
-    embedded = not config.base_url or config.base_url == os.environ.get("ENVSCALER_EMBEDDED_URL")
+    server = attached_server()
+    embedded = not config.base_url or (server is not None and config.base_url == server.base_url)
     if embedded:
         from envscaler_core.llm.models import DEFAULT_MODEL
 

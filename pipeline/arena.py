@@ -118,7 +118,9 @@ def arena_config(document: dict[str, Any]) -> ArenaConfig:
 def run_module(module: str, args: list[str]) -> int:
     """``python -m module args`` in a child process (how the pipeline runs every stage)."""
     print(f"\n=== python -m {module} {' '.join(args)}", flush=True)
-    return subprocess.call([sys.executable, "-m", module, *args])
+    from pipeline.orchestrate import stage_env
+
+    return subprocess.call([sys.executable, "-m", module, *args], env=stage_env())
 
 
 class Arena:

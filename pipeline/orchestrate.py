@@ -47,6 +47,20 @@ def ensure_endpoint() -> str:
     return f"embedded {Path(server.model_path).name} at {server.base_url}"
 
 
+def stage_env(seed: int | None = None) -> dict[str, str]:
+    """A stage subprocess's environment: this process's, the embedded server it runs or was
+    handed (so that the stage attaches to it), and the run's base seed of sampling."""
+    from envscaler_core.llm.embedded import attached_server
+
+    env = dict(os.environ)
+    server = attached_server()
+    if server is not None:
+        env.update(server.environment())
+    if seed is not None:
+        env["ENVSCALER_LLM_SEED"] = str(seed)
+    return env
+
+
 class Run:
     """The state of one pipeline run: placeholders, step timings, honest notes."""
 
@@ -102,7 +116,7 @@ class Run:
         args = [a.format(**values) for a in step.args]
         print(f"\n=== {position} {step.name}: python -m {step.module} {' '.join(args)}", flush=True)
         started = time.monotonic()
-        code = subprocess.call([sys.executable, "-m", step.module, *args])
+        code = subprocess.call([sys.executable, "-m", step.module, *args], env=stage_env(self.config.seed))
         elapsed = time.monotonic() - started
         self.timings.append((step.name, elapsed, "ok" if code == 0 else f"exit {code}"))
         if code != 0 and not step.allow_failure:
@@ -162,7 +176,6 @@ def main(argv: list[str] | None = None) -> int:
         config = load_pipeline_config(
             args.config, {"out": args.out, "tasks": args.tasks, "limit": args.limit, "seed": args.seed}
         )
-        os.environ["ENVSCALER_LLM_SEED"] = str(config.seed)  # before the embedded server's clients
         endpoint = ensure_endpoint()
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import random
 import time
 import weakref
@@ -22,7 +21,8 @@ from pydantic import BaseModel, ValidationError
 from envscaler_core.artifacts import Usage
 from envscaler_core.llm.cache import ResponseCache, cache_key
 from envscaler_core.llm.config import LLMConfig
-from envscaler_core.llm.embedded import attached_slots
+from envscaler_core.llm.embedded import EmbeddedServer
+from envscaler_core.llm.endpoint import Capabilities, resolve_capabilities
 from envscaler_core.llm.schema import (
     AGENT_TURN,
     USER_TURN,
@@ -109,12 +109,12 @@ class _Shared:
     per_loop: ClassVar[weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict]] = weakref.WeakKeyDictionary()
 
     @classmethod
-    def get(cls, base_url: str, api_key: str, timeout: float, limit: int):
+    def get(cls, caps: Capabilities, api_key: str, timeout: float):
         endpoints = cls.per_loop.setdefault(asyncio.get_running_loop(), {})
-        key = (base_url, api_key)
+        key = (caps.base_url, api_key, caps.transport)
         if key not in endpoints:
-            kind = os.environ.get("ENVSCALER_LLM_TRANSPORT", "auto")
-            endpoints[key] = (make_transport(base_url, api_key, timeout, kind), asyncio.Semaphore(limit))
+            transport = make_transport(caps.base_url, api_key, timeout, caps.transport)
+            endpoints[key] = (transport, asyncio.Semaphore(caps.concurrency))
         return endpoints[key]
 
 
@@ -128,35 +128,24 @@ class LLMClient:
         cache: ResponseCache | None = None,
         meter: UsageMeter | None = None,
         label: str = "llm",
+        server: EmbeddedServer | None = None,
     ):
+        """``server``: the embedded server to use when ``config`` has no base URL (default: this
+        process's, started on first use)."""
         self.config = config
         self.cache = cache if config.cache else None
         self.meter = meter or UsageMeter()
         self.label = label
-        self._base_url: str | None = config.base_url
-        self._identity = config.model
+        self._server = server
+        self._capabilities: Capabilities | None = None
 
     # ------------------------------------------------------------------ endpoint
-    def _endpoint(self) -> str:
-        if self._base_url is None:
-            from envscaler_core.llm.embedded import ensure_embedded_server
-
-            server = ensure_embedded_server()
-            self._base_url, self._identity = server.base_url, f"embedded:{server.model_sha256[:16]}"
-        elif self.config.llama_cpp and self._identity == "embedded":
-            sha = os.environ.get("ENVSCALER_EMBEDDED_SHA256", "")
-            self._identity = f"embedded:{sha[:16]}" if sha else self._identity
-        return self._base_url
-
     @property
-    def embedded(self) -> bool:
-        """True for llama.cpp backends: one request at a time, schema-constrained tool calls."""
-        return self.config.constrain_tool_calls
-
-    @property
-    def schema_turns(self) -> bool:
-        """True when agent and user turns are decoded under a JSON schema (no native tool calls)."""
-        return self.config.constrain_turns
+    def capabilities(self) -> Capabilities:
+        """What the endpoint can do, resolved on first use (the embedded server starts then)."""
+        if self._capabilities is None:
+            self._capabilities = resolve_capabilities(self.config, self._server)
+        return self._capabilities
 
     # ------------------------------------------------------------------ public API
     async def chat(
@@ -177,20 +166,20 @@ class LLMClient:
 
         ``conversation`` names the conversation the request belongs to (not part of the cache
         key): on the embedded server all its turns go to one slot, where its prompt is cached."""
-        base_url = self._endpoint()
+        caps = self.capabilities
         request = self._build_request(messages, tools, tool_choice, response_format, temperature, max_tokens)
         label = label or self.label
         seed = self.config.sampling_seed
         if seed is not None:  # derived before the cache key: another base seed is another answer
             request["seed"] = request_seed(seed, request, cache_salt)
         cache = self.cache
-        key = cache_key({"model": self._identity, "request": request, "salt": cache_salt}) if cache is not None else ""
+        key = cache_key({"model": caps.identity, "request": request, "salt": cache_salt}) if cache is not None else ""
         if cache is not None and (hit := cache.get(key)) is not None:
             result = ChatResult.model_validate(hit)
             result.cached = True
             self.meter.record(label, Usage(cache_hits=1))
             return result
-        result = await self._call_with_retries(base_url, request, tools, label, stream, conversation)
+        result = await self._call_with_retries(caps, request, tools, label, stream, conversation)
         _name_calls(result, cache_key({"request": request, "salt": cache_salt}))
         if cache is not None:
             cache.put(key, result.model_dump(exclude={"cached"}))
@@ -240,7 +229,7 @@ class LLMClient:
 
     # ------------------------------------------------------------------ internals
     def _build_request(self, messages, tools, tool_choice, response_format, temperature, max_tokens) -> dict[str, Any]:
-        cfg = self.config
+        cfg, caps = self.config, self.capabilities
         request: dict[str, Any] = {"model": cfg.model, "messages": messages}
         temp = temperature if temperature is not None else cfg.temperature
         for name, value in (("temperature", temp), ("top_p", cfg.top_p), ("max_tokens", max_tokens or cfg.max_tokens)):
@@ -250,14 +239,14 @@ class LLMClient:
             request["tools"] = tools
             if tool_choice is not None:
                 request["tool_choice"] = tool_choice
-            if self.embedded and tool_choice not in (None, "auto", "none"):
+            if caps.llama_cpp and tool_choice not in (None, "auto", "none"):
                 only = tool_choice.get("function", {}).get("name") if isinstance(tool_choice, dict) else None
                 request["response_format"] = {
                     "type": "json_schema",
                     "json_schema": {"name": "tool_call", "schema": tool_call_schema(tools, only), "strict": False},
                 }
                 request.pop("tool_choice", None)
-            elif self.schema_turns and tool_choice in (None, "auto", "none") and response_format is None:
+            elif caps.schema_turns and tool_choice in (None, "auto", "none") and response_format is None:
                 # "none" on a schema-turn endpoint: the turn schema with no call in it, an answer only
                 request["response_format"] = turn_format(
                     AGENT_TURN, agent_turn_schema([] if tool_choice == "none" else tools)
@@ -269,17 +258,16 @@ class LLMClient:
             request["extra_body"] = cfg.extra_body
         return request
 
-    async def _call_with_retries(self, base_url, request, tools, label, stream, conversation=None) -> ChatResult:
+    async def _call_with_retries(self, caps, request, tools, label, stream, conversation=None) -> ChatResult:
         cfg = self.config
-        transport, semaphore = _Shared.get(
-            base_url, cfg.api_key or "sk-no-key", cfg.timeout_s, 1 if self.embedded else cfg.concurrency
-        )
+        base_url = caps.base_url
+        transport, semaphore = _Shared.get(caps, cfg.api_key or "sk-no-key", cfg.timeout_s)
         last: Exception | None = None
         for attempt in range(cfg.max_retries + 1):
             started = time.perf_counter()
             try:
                 async with semaphore:
-                    body = self._in_its_slot(base_url, request, conversation)
+                    body = self._in_its_slot(request, conversation)
                     result = await (self._stream(transport, body) if stream else self._once(transport, body))
                 result = self._finish(result, tools, _turn_kind(request))
                 result.usage.latency_s = time.perf_counter() - started
@@ -304,23 +292,21 @@ class LLMClient:
     def end_conversation(self, conversation: str) -> None:
         """Says that ``conversation`` sends nothing more: on the embedded server its slot is free
         for the next conversation, which reuses what the two share (a system prompt)."""
-        if (table := self._slot_table(self._base_url)) is not None:
+        if self._capabilities is not None and (table := self._slot_table()) is not None:
             table.end(conversation)
 
-    def _in_its_slot(self, base_url: str, request: dict[str, Any], conversation: str | None) -> dict[str, Any]:
+    def _in_its_slot(self, request: dict[str, Any], conversation: str | None) -> dict[str, Any]:
         """On the embedded server (several slots), every request names its slot (``slots``).
 
         Chosen after the cache key and the seed, which the slot must not change."""
-        if (table := self._slot_table(base_url)) is None:
+        if (table := self._slot_table()) is None:
             return request
         return request | {"id_slot": table.pick(request["messages"], conversation)}
 
-    def _slot_table(self, base_url: str | None) -> SlotTable | None:
+    def _slot_table(self) -> SlotTable | None:
         """The embedded server's slot table when it has several slots (this process's view)."""
-        slots = attached_slots()
-        if not self.embedded or slots < 2 or not base_url or base_url != os.environ.get("ENVSCALER_EMBEDDED_URL"):
-            return None
-        return slot_table(base_url, slots)
+        caps = self.capabilities
+        return slot_table(caps.base_url, caps.slots) if caps.slots > 1 else None
 
     def _backoff(self, attempt: int, exc: Exception) -> float:
         delay = min(self.config.backoff_max_s, self.config.backoff_base_s * 2**attempt)

@@ -46,6 +46,9 @@ class LLMConfig(BaseModel):
     tool with valid arguments, or a final answer (a reply, or the stop marker). For endpoints
     without native tool calling; implied for the embedded model and ``llama_cpp`` endpoints."""
     extra_body: dict[str, Any] = Field(default_factory=dict)
+    transport: Literal["auto", "lean", "sdk"] = "auto"
+    """How requests travel: our lean HTTP/1.1 client, the ``openai`` SDK, or ``auto`` (the SDK
+    where a proxy applies). ``ENVSCALER_LLM_TRANSPORT`` sets it for every role."""
     seed: int | None = None
     """Base seed of sampling. Each request is sent its own seed, derived from this one, the request
     and its cache salt: the same seed gives the same answers on one machine, and two samples of one
@@ -58,7 +61,7 @@ class LLMConfig(BaseModel):
         """The base seed requests are derived from (None: send none)."""
         if self.seed is not None:
             return self.seed
-        return 0 if self.constrain_tool_calls else None
+        return 0 if self.is_embedded or self.llama_cpp else None
 
     @property
     def endpoint_label(self) -> str:
@@ -67,15 +70,8 @@ class LLMConfig(BaseModel):
 
     @property
     def is_embedded(self) -> bool:
+        """No base URL: the embedded model (what the endpoint can do: ``LLMClient.capabilities``)."""
         return not self.base_url
-
-    @property
-    def constrain_tool_calls(self) -> bool:
-        return self.is_embedded or self.llama_cpp
-
-    @property
-    def constrain_turns(self) -> bool:
-        return self.constrain_tool_calls or self.schema_turns
 
 
 def load_dotenv_once() -> None:
@@ -103,8 +99,10 @@ def resolve_llm_config(role: Role, overrides: dict[str, Any] | None = None) -> L
         found = _from_env(role, var)
         if found:
             values[field] = found
-    if os.environ.get("ENVSCALER_LLM_SEED"):  # every role's base seed (the orchestrator sets it)
+    if os.environ.get("ENVSCALER_LLM_SEED"):  # every role's base seed (the orchestrator passes it)
         values["seed"] = int(os.environ["ENVSCALER_LLM_SEED"])
+    if os.environ.get("ENVSCALER_LLM_TRANSPORT"):
+        values["transport"] = os.environ["ENVSCALER_LLM_TRANSPORT"]
     embedded_url = os.environ.get("ENVSCALER_EMBEDDED_URL")
     if not values.get("base_url") and embedded_url:
         values["base_url"] = embedded_url

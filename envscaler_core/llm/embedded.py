@@ -2,8 +2,9 @@
 
 The server (``xllamacpp``, a prebuilt wheel) runs in a child process so that a crash in native
 code cannot take the pipeline down and so that stopping it is a clean signal. One process starts
-it and exports ``ENVSCALER_EMBEDDED_URL`` so that the stage subprocesses it launches reuse it:
-two llama.cpp servers on two cores slow each other to a crawl.
+it and hands it to the stage subprocesses it launches (:meth:`EmbeddedServer.environment`, in
+their environment, read back by :func:`attached_server`), so that they reuse it: two llama.cpp
+servers on two cores slow each other to a crawl. Nothing here writes this process's environment.
 """
 
 from __future__ import annotations
@@ -28,13 +29,23 @@ _lock = threading.Lock()
 _server: EmbeddedServer | None = None
 
 
+URL_ENV, SHA_ENV, SLOTS_ENV = "ENVSCALER_EMBEDDED_URL", "ENVSCALER_EMBEDDED_SHA256", "ENVSCALER_EMBEDDED_SLOTS"
+
+
 @dataclass
 class EmbeddedServer:
+    """A running embedded server: started by this process (``process``), or one a parent
+    process started (attached: no process of ours, ``model_sha256`` empty when not given)."""
+
     base_url: str
     model_path: str
     model_sha256: str
     process: subprocess.Popen | None = None
     slots: int = 1
+
+    def environment(self) -> dict[str, str]:
+        """The variables that hand this server to a child process (see :func:`attached_server`)."""
+        return {URL_ENV: self.base_url, SHA_ENV: self.model_sha256, SLOTS_ENV: str(self.slots)}
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
@@ -88,9 +99,15 @@ def default_threads() -> int:
 DEFAULT_SLOTS = 8
 
 
-def attached_slots() -> int:
-    """The slots of the embedded server this process attached to (``ENVSCALER_EMBEDDED_SLOTS``)."""
-    return int(os.environ.get("ENVSCALER_EMBEDDED_SLOTS", "1"))
+def attached_server() -> EmbeddedServer | None:
+    """The embedded server of this process: the one it started, else the one its parent handed
+    it (``ENVSCALER_EMBEDDED_URL``, ``..._SHA256``, ``..._SLOTS``), else None."""
+    if _server is not None:
+        return _server
+    url = os.environ.get(URL_ENV)
+    if not url:
+        return None
+    return EmbeddedServer(url, "", os.environ.get(SHA_ENV, ""), slots=int(os.environ.get(SLOTS_ENV, "1")))
 
 
 def start_server(
@@ -130,19 +147,11 @@ def ensure_embedded_server() -> EmbeddedServer:
     """The process-wide embedded server, started on first use and stopped at exit."""
     global _server
     with _lock:
-        if _server is None and os.environ.get("ENVSCALER_EMBEDDED_URL"):
+        if _server is None:
             # a parent process already runs it (orchestrator, Ray driver): attach, never start another
-            _server = EmbeddedServer(
-                os.environ["ENVSCALER_EMBEDDED_URL"],
-                "",
-                os.environ.get("ENVSCALER_EMBEDDED_SHA256", "attached"),
-                slots=attached_slots(),
-            )
+            _server = attached_server()
         if _server is None:
             _server = start_server()
-            os.environ["ENVSCALER_EMBEDDED_URL"] = _server.base_url
-            os.environ["ENVSCALER_EMBEDDED_SHA256"] = _server.model_sha256
-            os.environ["ENVSCALER_EMBEDDED_SLOTS"] = str(_server.slots)
             atexit.register(_server.stop)
         return _server
 

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-__all__ = ["LeanTransport", "SdkTransport", "make_transport", "sdk"]
+__all__ = ["LeanTransport", "SdkTransport", "make_transport", "sdk", "transport_kind"]
 
 
 def sdk():
@@ -304,12 +304,18 @@ class SdkTransport:
         pass
 
 
-def make_transport(base_url: str, api_key: str, timeout: float, kind: str = "auto"):
-    """``kind``: ``lean``, ``sdk``, or ``auto`` (the SDK when a proxy applies to ``base_url``)."""
+def transport_kind(base_url: str, kind: str = "auto") -> str:
+    """``lean`` or ``sdk``: ``kind`` itself, or for ``auto`` the SDK when a proxy applies to ``base_url``."""
     if kind == "auto":
         url = urlsplit(base_url)
         proxied = url.scheme in urllib.request.getproxies() and not urllib.request.proxy_bypass(url.netloc)
         kind = "sdk" if proxied else "lean"
     if kind not in ("lean", "sdk"):
         raise ValueError(f"unknown LLM transport {kind!r} (lean, sdk or auto)")
-    return (SdkTransport if kind == "sdk" else LeanTransport)(base_url, api_key, timeout)
+    return kind
+
+
+def make_transport(base_url: str, api_key: str, timeout: float, kind: str = "auto"):
+    """The transport of ``kind`` (see :func:`transport_kind`) for one endpoint."""
+    cls = SdkTransport if transport_kind(base_url, kind) == "sdk" else LeanTransport
+    return cls(base_url, api_key, timeout)

@@ -122,7 +122,7 @@ class AgentPolicy:
     def _answer_format(self) -> str:
         """How to answer, for a model whose turns are decoded under the turn schema (it never sees
         the final-answer form otherwise, and a small one then only ever calls tools)."""
-        if self.client is None or not self.client.schema_turns or not self.tools:
+        if self.client is None or not self.client.capabilities.schema_turns or not self.tools:
             return ""
         name = "answer_format_user.md" if self.settings.mode == "user" else "answer_format_task.md"
         return render_prompt(PACKAGE, name).rstrip()
@@ -155,7 +155,7 @@ class AgentPolicy:
         fc = self.settings.agent_mode == "fc"
         # No native tool calling (embedded model, or configured): the turn is decoded under one
         # schema, a call of a listed tool or a final answer. In fc mode the client adds it.
-        constrained = self.client.schema_turns and bool(self.tools)
+        constrained = self.client.capabilities.schema_turns and bool(self.tools)
         started = time.perf_counter()
         try:
             result = await self.client.chat(

@@ -83,7 +83,8 @@ class UserSimulator:
         self.client, self.temperature, self.max_tokens = client, temperature, max_tokens
         self.conversation = conversation
         # Under the turn schema the prompt asks for its JSON (user_turn_schema), not a thought.
-        output = "user_output_json.md" if client is not None and client.schema_turns else "user_output_text.md"
+        schema_turns = client is not None and client.capabilities.schema_turns
+        output = "user_output_json.md" if schema_turns else "user_output_text.md"
         output_format = render_prompt("envscaler_core.rollout", output).strip()
         system = render_prompt("envscaler_core.rollout", "user_simulator.md", task=task, output_format=output_format)
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
@@ -98,7 +99,7 @@ class UserSimulator:
         assert self.client is not None, "no user client configured"
         self.messages.append({"role": "user", "content": f"[Agent] {agent_text}"})
         started, usage, raw, text = time.perf_counter(), Usage(), "", ""
-        constrained = self.client.schema_turns
+        constrained = self.client.capabilities.schema_turns
         schema = turn_format(USER_TURN, user_turn_schema(STOP)) if constrained else None
         for attempt in range(EMPTY_RETRIES + 1):
             result = await self.client.chat(

@@ -271,11 +271,11 @@ def test_each_transport_sends_real_requests_to_an_openai_compatible_server(kind,
 
 
 @pytest.mark.parametrize("kind", ["lean", "sdk"])
-def test_the_client_retries_and_streams_through_each_transport(kind, monkeypatch):
-    monkeypatch.setenv("ENVSCALER_LLM_TRANSPORT", kind)
+def test_the_client_retries_and_streams_through_each_transport(kind):
     script = [Reply.error("500"), Reply.tool_call("get_weather", {"city": "Oslo"}), Reply.text("a streamed reply")]
     with ScriptedServer(script=script) as server:
-        client = LLMClient(server.config())
+        client = LLMClient(server.config(transport=kind))
+        assert client.capabilities.transport == kind
 
         async def both():
             return await client.chat(MSG), await client.chat(MSG, stream=True)

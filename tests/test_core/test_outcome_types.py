@@ -4,32 +4,17 @@ them, and an error observation has one builder."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
 from envscaler_core.artifacts import Termination
 from envscaler_core.runtime import ErrorType, error_observation
 from envscaler_core.runtime.wire.errors import unknown_tool
+from tests.sources import ROOT, package_sources
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = [
-    "envscaler_core",
-    "skel_builder",
-    "scen_generator",
-    "interact_with_env",
-    "sft",
-    "rl",
-    "evaluation",
-    "pipeline",
-]
 BUILDER = ROOT / "envscaler_core" / "runtime" / "wire" / "errors.py"
-
-
-def sources() -> list[Path]:
-    return [p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))]
 
 
 def string(node: ast.AST | None) -> str | None:
@@ -38,7 +23,7 @@ def string(node: ast.AST | None) -> str | None:
 
 def test_episodes_end_with_termination_members_only():
     written = []
-    for path in sources():
+    for path in package_sources():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args):
                 continue
@@ -49,7 +34,7 @@ def test_episodes_end_with_termination_members_only():
 
 def test_error_observations_are_built_by_one_helper():
     built = []
-    for path in sources():
+    for path in package_sources():
         if path == BUILDER:
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
