@@ -56,15 +56,21 @@ STAGES = ("skel_builder", "scen_generator", "interact_with_env", "sft", "rl", "e
 OTHER_TOOLS_SETTINGS = {"sft train", "rl trl-train"}
 
 
+def parser_flags(command: str) -> set[str]:
+    """The option strings of ``stage command``'s parser."""
+    stage, name = command.split(" ", 1)
+    module, _help = importlib.import_module(f"{stage}.__main__").COMMANDS[name]
+    parser = argparse.ArgumentParser()
+    importlib.import_module(module).add_arguments(parser)
+    return {flag for action in parser._actions for flag in action.option_strings}
+
+
 def commands_with_stage_options() -> set[str]:
     """``stage command`` of every command whose parser has ``--set`` for the stage's own config."""
     found = set()
     for stage in STAGES:
-        for name, (module, _help) in importlib.import_module(f"{stage}.__main__").COMMANDS.items():
-            parser = argparse.ArgumentParser()
-            importlib.import_module(module).add_arguments(parser)
-            flags = {flag for action in parser._actions for flag in action.option_strings}
-            if "--set" in flags:
+        for name in importlib.import_module(f"{stage}.__main__").COMMANDS:
+            if "--set" in parser_flags(f"{stage} {name}"):
                 found.add(f"{stage} {name}")
     return found - OTHER_TOOLS_SETTINGS
 
