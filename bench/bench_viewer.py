@@ -29,7 +29,7 @@ from pathlib import Path
 
 from envscaler_core.artifacts import (
     ChecklistItem,
-    CheckOutcome,
+    CheckResult,
     RewardBreakdown,
     Scenario,
     StepRecord,
@@ -130,7 +130,7 @@ def _trajectory(rng: random.Random, scenario: Scenario, sample: int, mode: str) 
     messages.append({"role": "assistant", "content": "Task Completed: " + " ".join(rng.sample(WORDS, 5))})
     statuses = [rng.choices(["true", "false", "error"], [0.7, 0.27, 0.03])[0] for _ in scenario.checklist_with_func]
     checks = [
-        CheckOutcome(check_item=c.check_item, status=s, error="KeyError: 'loans'" if s == "error" else None)  # type: ignore[arg-type]  # statuses drawn from the Literal's values
+        CheckResult(check_item=c.check_item, status=s, error="KeyError: 'loans'" if s == "error" else None)  # type: ignore[arg-type]  # statuses drawn from the Literal's values
         for c, s in zip(scenario.checklist_with_func, statuses, strict=True)
     ]
     final = sum(s == "true" for s in statuses) / len(statuses)

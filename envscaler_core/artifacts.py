@@ -219,8 +219,11 @@ class EnvSpec(Record):
     """Release field: per method its signature, docstring and source (kept from imported rows)."""
 
     def model_post_init(self, __context: Any) -> None:
+        # one value: env_id is the environment's name, the record id the store's key for it
         if not self.env_id:
             self.env_id = self.id
+        elif self.env_id != self.id:
+            raise ValueError(f"an environment's env_id ({self.env_id!r}) must equal its id ({self.id!r})")
 
 
 # ---------------------------------------------------------------- stage 2: scen_generator
@@ -389,7 +392,10 @@ class StepRecord(ArtifactModel):
     duration_ms: float = 0.0
 
 
-class CheckOutcome(ArtifactModel):
+class CheckResult(ArtifactModel):
+    """One check function's result: ``true``, ``false`` or ``error`` (with why), in the sandbox's
+    answer (the n-th of the sources it was given) and in a reward (with its checklist item)."""
+
     check_item: str = ""
     status: Literal["true", "false", "error"]
     error: str | None = None
@@ -400,7 +406,7 @@ class RewardBreakdown(ArtifactModel):
     on ``collateral`` when the scenario has a :class:`CollateralGate`."""
 
     final: float = 0.0
-    checks: list[CheckOutcome] = Field(default_factory=list)
+    checks: list[CheckResult] = Field(default_factory=list)
     checker_errors: int = 0
     progress: list[float] = Field(default_factory=list)
     state_match: bool | None = None

@@ -37,7 +37,7 @@ from typing import Any
 
 from envscaler_core.artifacts import (
     ChecklistItem,
-    CheckOutcome,
+    CheckResult,
     EnvSpec,
     RewardBreakdown,
     Scenario,
@@ -74,7 +74,7 @@ def share_true(checks: Sequence[Any]) -> float:
     return round(sum(c.status == "true" for c in checks) / len(checks), 4) if checks else 0.0
 
 
-def _cacheable(outcomes: Sequence[CheckOutcome]) -> bool:
+def _cacheable(outcomes: Sequence[CheckResult]) -> bool:
     """Timeouts and busy pools are load-dependent: such results are never cached."""
     return not any(
         c.status == "error" and ("did not return" in (c.error or "") or "not run" in (c.error or "")) for c in outcomes
@@ -106,7 +106,7 @@ class Scorer:
 
     def __init__(self, sandbox: Sandbox, cache_size: int = CACHE_SIZE) -> None:
         self.sandbox, self.cache_size = sandbox, cache_size
-        self._cache: collections.OrderedDict[tuple[str, str, str], list[CheckOutcome]] = collections.OrderedDict()
+        self._cache: collections.OrderedDict[tuple[str, str, str], list[CheckResult]] = collections.OrderedDict()
         self._references: dict[str, ReferenceReplay | None] = {}
         self._pending: dict[tuple[str, str, str], Future] = {}
         self._lock = threading.Lock()
@@ -125,17 +125,17 @@ class Scorer:
     # ------------------------------------------------------------------ checks
     def checks(
         self, checklist: Sequence[ChecklistItem], final: dict, initial: dict, hashes: tuple[str, str] | None = None
-    ) -> list[CheckOutcome]:
+    ) -> list[CheckResult]:
         """Each checklist item's checker on (``final``, ``initial``), in order; never raises.
 
         ``hashes``: (initial, final) state hashes when the caller has them. Concurrent calls with
         the same key share one run (one future per key): many samples of a scenario reach the
         same states at the same time, and without this they all missed the cache at once."""
-        return [c.model_copy() for c in self._verdicts(checklist, final, initial, hashes)]
+        return [c.model_copy() for c in self._results(checklist, final, initial, hashes)]
 
-    def _verdicts(
+    def _results(
         self, checklist: Sequence[ChecklistItem], final: dict, initial: dict, hashes: tuple[str, str] | None = None
-    ) -> list[CheckOutcome]:
+    ) -> list[CheckResult]:
         """:meth:`checks` without the copies: the cached outcomes themselves, not to be changed
         (for callers that only read them)."""
         funcs = [c.check_func for c in checklist]
@@ -167,18 +167,15 @@ class Scorer:
 
     def _run_checks(
         self, checklist: Sequence[ChecklistItem], funcs: list[str], final: dict, initial: dict
-    ) -> list[CheckOutcome]:
+    ) -> list[CheckResult]:
         results = self.sandbox.check(funcs, final, initial)
-        return [
-            CheckOutcome(check_item=item.check_item, status=r.status, error=r.error)
-            for item, r in zip(checklist, results)
-        ]
+        return [r.model_copy(update={"check_item": item.check_item}) for item, r in zip(checklist, results)]
 
     def share(
         self, checklist: Sequence[ChecklistItem], state: dict, initial: dict, hashes: tuple[str, str] | None = None
     ) -> float:
         """The checklist pass share on ``state``."""
-        return share_true(self._verdicts(checklist, state, initial, hashes))
+        return share_true(self._results(checklist, state, initial, hashes))
 
     def progress(
         self,
@@ -229,7 +226,7 @@ class Scorer:
                 known = (checks_id, initial_hash, key) in self._cache or (checks_id, initial_hash, key) in self._pending
             if not known:
                 try:
-                    self.sandbox.in_background(self._verdicts, checklist, state, initial, (initial_hash, key))
+                    self.sandbox.in_background(self._results, checklist, state, initial, (initial_hash, key))
                 except RuntimeError:  # the sandbox is closing: the score checks each state in turn
                     return
 
@@ -324,7 +321,7 @@ class Scorer:
         """Async :meth:`score` (runs on the sandbox's waiting threads)."""
         return await self.sandbox.in_thread(self.score, *args, **kwargs)
 
-    async def achecks(self, checklist: Sequence[ChecklistItem], final: dict, initial: dict) -> list[CheckOutcome]:
+    async def achecks(self, checklist: Sequence[ChecklistItem], final: dict, initial: dict) -> list[CheckResult]:
         """Async :meth:`checks`."""
         return await self.sandbox.in_thread(self.checks, checklist, final, initial)
 

@@ -12,7 +12,7 @@ Episodes are built and finished by the engine (``RolloutEngine.new_episode``/``f
 scored by :mod:`envscaler_core.scoring`; the sandbox is the process-wide
 :meth:`~envscaler_core.runtime.Sandbox.shared` one (ROLL runs many instances per process, one
 thread each). An episode's session goes back to the pool as soon as the episode ends, before it
-is scored; checkers run on the sandbox's separate checker workers. With more envs than session
+is scored; checkers run on the sandbox's separate one-shot workers. With more envs than session
 workers, an env whose step took the last idle worker parks its session after the step (its state
 stays here; the next call reopens it), so no reset or step waits on an env that is itself waiting.
 """

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from envscaler_core.artifacts import ChecklistItem, CheckOutcome, EnvSpec, Scenario, ValidationReport
+from envscaler_core.artifacts import ChecklistItem, CheckResult, EnvSpec, Scenario, ValidationReport
 from envscaler_core.runtime import EnvLoadError, Replay, Sandbox, purity_problems, state_hash
 from envscaler_core.scoring import Scorer, share_true
 from scen_generator.mutants import make_mutants
@@ -46,8 +46,8 @@ class Proof:
 
     failures: list[Failure] = field(default_factory=list)
     replay: Replay | None = None
-    reference_checks: list[CheckOutcome] = field(default_factory=list)
-    initial_checks: list[CheckOutcome] = field(default_factory=list)
+    reference_checks: list[CheckResult] = field(default_factory=list)
+    initial_checks: list[CheckResult] = field(default_factory=list)
     reference_reward: float | None = None
     null_reward: float | None = None
     mutants: list[dict] = field(default_factory=list)
@@ -78,7 +78,7 @@ class Proof:
         )
 
 
-def _impure_as_errors(checklist: list[ChecklistItem], checks: list[CheckOutcome]) -> list[CheckOutcome]:
+def _impure_as_errors(checklist: list[ChecklistItem], checks: list[CheckResult]) -> list[CheckResult]:
     """A checker that is not pure (I/O, imports, globals) is an error whatever it returned."""
     out = []
     for item, check in zip(checklist, checks):
@@ -91,7 +91,7 @@ def _impure_as_errors(checklist: list[ChecklistItem], checks: list[CheckOutcome]
     return out
 
 
-def _check_reference(proof: Proof, checks: list[CheckOutcome]) -> None:
+def _check_reference(proof: Proof, checks: list[CheckResult]) -> None:
     for i, c in enumerate(checks):
         if c.status == "error":
             proof.failures.append(Failure("checker_error", i, c.error or "error"))
@@ -101,7 +101,7 @@ def _check_reference(proof: Proof, checks: list[CheckOutcome]) -> None:
             )
 
 
-def _check_initial(proof: Proof, checks: list[CheckOutcome], bound: float) -> None:
+def _check_initial(proof: Proof, checks: list[CheckResult], bound: float) -> None:
     if proof.null_reward is not None and proof.null_reward > bound:
         for i, c in enumerate(checks):
             if c.status == "true":

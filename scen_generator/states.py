@@ -85,10 +85,10 @@ def rule_violations(sandbox: Sandbox, env: EnvSpec, state: dict) -> list[str]:
     problems: list[str] = []
     checks = sandbox.check(env.rule_predicates, state, state) if env.rule_predicates else []
     rules = env.constraints_rules
-    for check in checks:
+    for index, check in enumerate(checks):
         if check.status != "true":
-            rule = rules[check.index] if len(rules) == len(checks) else _rule_comment(env.rule_predicates[check.index])
-            problems.append(f"violates rule {check.index + 1} ({rule})" + (f": {check.error}" if check.error else ""))
+            rule = rules[index] if len(rules) == len(checks) else _rule_comment(env.rule_predicates[index])
+            problems.append(f"violates rule {index + 1} ({rule})" + (f": {check.error}" if check.error else ""))
     return problems
 
 

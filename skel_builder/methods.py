@@ -72,7 +72,7 @@ def attempt_kinds(strategy: str, samples: int, has_failure: bool) -> list[str]:
 
 async def produce_method(
     client: LLMClient,
-    pool: Sandbox,
+    sandbox: Sandbox,
     cfg: SkelBuilderConfig,
     ctx: MethodContext,
     accepted: dict[str, str],
@@ -106,7 +106,7 @@ async def produce_method(
             problems = contract_problems(code, name)
         if not problems and code is not None:
             module = assemble(ctx.skeleton, [*accepted.values(), code])
-            problems = await asyncio.to_thread(gate_method, pool, module, ctx.gate_target(), name, cfg.seed + index)
+            problems = await asyncio.to_thread(gate_method, sandbox, module, ctx.gate_target(), name, cfg.seed + index)
         ctx.attempts.append(
             {
                 "method": name,

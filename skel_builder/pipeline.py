@@ -120,7 +120,7 @@ def _embeddings(ctx: StageContext, records: list[EnvDescription]):
         return None
 
 
-async def synthesize(ctx: StageContext, pool: Sandbox, limit: int | None = None) -> dict[str, Any]:
+async def synthesize(ctx: StageContext, sandbox: Sandbox, limit: int | None = None) -> dict[str, Any]:
     descriptions = [d for d in ctx.store("descriptions", EnvDescription).read() if d.selected]
     descriptions = descriptions[:limit] if limit else descriptions
     store = ctx.store("drafts", EnvSpec)
@@ -129,7 +129,7 @@ async def synthesize(ctx: StageContext, pool: Sandbox, limit: int | None = None)
     stats = await process_items(
         ctx,
         [(d.id, d) for d in descriptions],
-        lambda d: synthesize_env(client, pool, cfg, d, salt=retry_salt(ctx, d.id)),
+        lambda d: synthesize_env(client, sandbox, cfg, d, salt=retry_salt(ctx, d.id)),
         store,
         done=done,
         desc="synthesize",
@@ -137,7 +137,7 @@ async def synthesize(ctx: StageContext, pool: Sandbox, limit: int | None = None)
     return {"selected": len(descriptions), "drafts": len(store.ids()), "synthesis_failed": stats.failed}
 
 
-async def inspect(ctx: StageContext, pool: Sandbox, limit: int | None = None) -> dict[str, Any]:
+async def inspect(ctx: StageContext, sandbox: Sandbox, limit: int | None = None) -> dict[str, Any]:
     drafts = ctx.store("drafts", EnvSpec).read_all()
     drafts = drafts[:limit] if limit else drafts
     store = ctx.store("envs", EnvSpec)
@@ -145,7 +145,7 @@ async def inspect(ctx: StageContext, pool: Sandbox, limit: int | None = None) ->
     stats = await process_items(
         ctx,
         [(d.id, d) for d in drafts],
-        lambda d: review_env(client, pool, cfg, d),
+        lambda d: review_env(client, sandbox, cfg, d),
         store,
         done=store.ids(),
         desc="inspect",

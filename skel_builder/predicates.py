@@ -51,11 +51,11 @@ def checker_source(function_source: str) -> str:
 
 
 def prove_predicates(
-    pool: Sandbox, candidates: list[tuple[str, str]], test_state: dict[str, Any]
+    sandbox: Sandbox, candidates: list[tuple[str, str]], test_state: dict[str, Any]
 ) -> tuple[list[Predicate], list[dict[str, Any]]]:
     """Keep the predicates that run and hold on ``test_state``; say why the others were dropped."""
     sources = [checker_source(src) for _, src in candidates]
-    outcomes = pool.check(sources, test_state, test_state) if sources else []
+    outcomes = sandbox.check(sources, test_state, test_state) if sources else []
     kept, log = [], []
     for (rule, _), source, outcome in zip(candidates, sources, outcomes):
         log.append({"rule": rule, "status": outcome.status, "error": outcome.error})

@@ -103,11 +103,11 @@ class EnvReview:
 
 
 async def _inspect(
-    client: LLMClient, pool: Sandbox, cfg: SkelBuilderConfig, review: EnvReview, attempt: int, emit: Emit
+    client: LLMClient, sandbox: Sandbox, cfg: SkelBuilderConfig, review: EnvReview, attempt: int, emit: Emit
 ) -> list[ToolVerdict]:
     runner = await asyncio.to_thread(
         CallRunner,
-        pool,
+        sandbox,
         review.code,
         review.schema.class_name,
         review.schema,
@@ -132,7 +132,7 @@ async def _inspect(
 
 async def _repair(
     client: LLMClient,
-    pool: Sandbox,
+    sandbox: Sandbox,
     cfg: SkelBuilderConfig,
     review: EnvReview,
     failing: dict[str, list[ToolVerdict]],
@@ -144,7 +144,7 @@ async def _repair(
         others = {n: c for n, c in review.methods.items() if n != tool}
         code = await produce_method(
             client,
-            pool,
+            sandbox,
             cfg,
             ctx,
             others,
@@ -182,7 +182,7 @@ def _prune(
 
 
 async def review_env(
-    client: LLMClient, pool: Sandbox, cfg: SkelBuilderConfig, spec: EnvSpec, emit: Emit = _quiet
+    client: LLMClient, sandbox: Sandbox, cfg: SkelBuilderConfig, spec: EnvSpec, emit: Emit = _quiet
 ) -> EnvSpec:
     """Inspect, repair, prune and decide; the returned spec is ``accepted`` or ``rejected``."""
     problem = spec.build_log.synthesis_error if spec.build_log else None
@@ -198,7 +198,7 @@ async def review_env(
     repairs: list[dict[str, Any]] = []
     for attempt in range(cfg.repair_rounds + 1):
         try:
-            verdicts = trust_controls(await _inspect(client, pool, cfg, review, attempt, emit), controls)
+            verdicts = trust_controls(await _inspect(client, sandbox, cfg, review, attempt, emit), controls)
             if cfg.discount_uncalibrated_checker:
                 verdicts = discount_checker(verdicts, controls)
         except EnvLoadError as exc:
@@ -211,7 +211,7 @@ async def review_env(
         failing = failing_tools(score(verdicts, cfg.threshold, controls))
         if not failing or attempt == cfg.repair_rounds:
             break
-        repairs.extend(await _repair(client, pool, cfg, review, failing, attempt))
+        repairs.extend(await _repair(client, sandbox, cfg, review, failing, attempt))
         emit("repair", repairs[-len(failing) :])
     report = score(verdicts, cfg.threshold, controls)  # the keep-rule: every tool, before pruning
     all_verdicts, dropped, note = verdicts, [], ""
@@ -231,7 +231,7 @@ async def review_env(
             f"score decides): {still}" + (f"; not pruned: {note}" if note else "")
         )
     try:
-        tools = await asyncio.to_thread(pool.compute_schemas, review.code, review.schema.class_name)
+        tools = await asyncio.to_thread(sandbox.compute_schemas, review.code, review.schema.class_name)
     except EnvLoadError as exc:
         tools, reason = [], reason or f"final class does not load: {exc}"
     return _decide(spec.model_copy(update={"tools": tools}), review, report, reason)

@@ -58,7 +58,12 @@ def usable_operations(answer_ops: list[OperationAnswer], reserved: set[str], lim
 
 
 async def synthesize_env(
-    client: LLMClient, pool: Sandbox, cfg: SkelBuilderConfig, desc: EnvDescription, emit: Emit = _quiet, salt: str = ""
+    client: LLMClient,
+    sandbox: Sandbox,
+    cfg: SkelBuilderConfig,
+    desc: EnvDescription,
+    emit: Emit = _quiet,
+    salt: str = "",
 ) -> EnvSpec:
     """Build the draft :class:`EnvSpec` of one selected description (status ``draft``).
 
@@ -88,7 +93,7 @@ async def synthesize_env(
     if cfg.rule_predicates and state.rules:
         answer = await llm_steps.write_predicates(client, state, example_predicate(state), salt)
         candidates = parse_predicates(answer, state.rules)
-        predicates, predicate_log = await asyncio.to_thread(prove_predicates, pool, candidates, test_state)
+        predicates, predicate_log = await asyncio.to_thread(prove_predicates, sandbox, candidates, test_state)
         emit("predicates", predicate_log)
     routine = routine_methods(state) if cfg.crud_scaffold else []
     ops_source = "llm"
@@ -121,7 +126,7 @@ async def synthesize_env(
     dropped = []
     for op in ops:
         wanted = llm_steps.MethodRequest(op.name, op.type, op.description)
-        code = await produce_method(client, pool, cfg, ctx, accepted, wanted, stage=f"synthesis{salt}")
+        code = await produce_method(client, sandbox, cfg, ctx, accepted, wanted, stage=f"synthesis{salt}")
         emit("method", {"name": op.name, "ok": code is not None, "code": code or ""})
         if code is None:
             dropped.append(op.name)
@@ -131,7 +136,7 @@ async def synthesize_env(
             Operation(operation_name=op.name, operation_description=op.description, operation_type=op.type, code=code)
         )
     code = assemble(skeleton, list(accepted.values()))
-    tools, error = await _schemas(pool, code, state.class_name)
+    tools, error = await _schemas(sandbox, code, state.class_name)
     emit("tools", tools)
     return EnvSpec(
         id=content_id("env", desc.id),
@@ -165,8 +170,8 @@ async def synthesize_env(
     )
 
 
-async def _schemas(pool: Sandbox, code: str, class_name: str) -> tuple[list[dict], str | None]:
+async def _schemas(sandbox: Sandbox, code: str, class_name: str) -> tuple[list[dict], str | None]:
     try:
-        return await asyncio.to_thread(pool.compute_schemas, code, class_name), None
+        return await asyncio.to_thread(sandbox.compute_schemas, code, class_name), None
     except EnvLoadError as exc:
         return [], f"assembled class does not load: {exc}"

@@ -98,15 +98,15 @@ class FakeSandbox:
     def check(self, check_funcs: list[str], final_state: dict, initial_state: dict) -> list[CheckResult]:
         self.check_runs += 1
         results = []
-        for index, source in enumerate(check_funcs):
+        for source in check_funcs:
             namespace: dict[str, Any] = {}
             try:
                 exec(source, namespace)  # noqa: S102 - test fake: the sources are this repository's literals
                 verdict = namespace["check_func"](copy.deepcopy(final_state), copy.deepcopy(initial_state))
             except Exception as exc:  # noqa: BLE001 - a checker's error is its result, as in the sandbox
-                results.append(CheckResult(index=index, status="error", error=f"{type(exc).__name__}: {exc}"))
+                results.append(CheckResult(status="error", error=f"{type(exc).__name__}: {exc}"))
                 continue
-            results.append(CheckResult(index=index, status="true" if verdict is True else "false"))
+            results.append(CheckResult(status="true" if verdict is True else "false"))
         return results
 
     def replay(self, env: EnvSpec, state: dict, calls: list[ToolCall]) -> Replay:

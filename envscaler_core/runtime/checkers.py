@@ -9,28 +9,28 @@ from .wire.state import to_jsonable
 __all__ = ["arun_checkers", "run_checkers"]
 
 
-def _not_run(index: int, exc: WorkerError) -> CheckResult:
+def _not_run(exc: WorkerError) -> CheckResult:
     """No free worker (pool_busy / pool_closed) is a checker error, never an exception."""
-    return CheckResult(index=index, status="error", error=f"checker not run ({exc.error_type}): {exc}")
+    return CheckResult(status="error", error=f"checker not run ({exc.error_type}): {exc}")
 
 
-def _run_one(pool: WorkerPool, index: int, source: str, final: dict, initial: dict, timeout_s: float) -> CheckResult:
+def _run_one(pool: WorkerPool, source: str, final: dict, initial: dict, timeout_s: float) -> CheckResult:
     try:
         worker = pool.acquire()
     except WorkerError as exc:
-        return _not_run(index, exc)
+        return _not_run(exc)
     req = {"op": "check", "source": source, "final_state": final, "initial_state": initial, "timeout_s": timeout_s}
     try:
         resp = worker.request(req, timeout_s + pool.limits.kill_grace_s)
     except WorkerError as exc:
         kind = "did not return within" if exc.error_type == "timeout" else "crashed the sandbox:"
         detail = f"{timeout_s}s (killed)" if exc.error_type == "timeout" else str(exc)
-        return CheckResult(index=index, status="error", error=f"checker {kind} {detail}")
+        return CheckResult(status="error", error=f"checker {kind} {detail}")
     finally:
         pool.release(worker)
     if not resp.get("ok"):
-        return CheckResult(index=index, status="error", error=resp.get("error", "checker failed"))
-    return CheckResult(index=index, status=resp["status"], error=resp.get("error"))
+        return CheckResult(status="error", error=resp.get("error", "checker failed"))
+    return CheckResult(status=resp["status"], error=resp.get("error"))
 
 
 def _run_batch(
@@ -40,7 +40,7 @@ def _run_batch(
     try:
         worker = pool.acquire()
     except WorkerError as exc:
-        return [_not_run(i, exc) for i in range(len(sources))]
+        return [_not_run(exc) for _ in sources]
     req = {
         "op": "check_batch",
         "sources": sources,
@@ -57,7 +57,7 @@ def _run_batch(
     results = resp.get("results") if resp.get("ok") else None
     if not isinstance(results, list) or len(results) != len(sources):
         return None
-    return [CheckResult(index=i, status=r["status"], error=r.get("error")) for i, r in enumerate(results)]
+    return [CheckResult(status=r["status"], error=r.get("error")) for r in results]
 
 
 def run_checkers(
@@ -79,14 +79,15 @@ def run_checkers(
         timeout_s: Per-checker wall-clock budget.
 
     Returns:
-        One :class:`CheckResult` per checker, in order; never a silent failure.
+        One :class:`CheckResult` per checker, in order (its ``check_item`` empty); never a
+        silent failure.
     """
     final, initial = to_jsonable(final_state), to_jsonable(initial_state)
     if len(check_funcs) > 1:
         batch = _run_batch(pool, check_funcs, final, initial, timeout_s)
         if batch is not None:
             return batch
-    return [_run_one(pool, i, src, final, initial, timeout_s) for i, src in enumerate(check_funcs)]
+    return [_run_one(pool, src, final, initial, timeout_s) for src in check_funcs]
 
 
 async def arun_checkers(

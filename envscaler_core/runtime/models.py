@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from envscaler_core.artifacts import CheckResult
+
 from .wire.errors import ErrorType
 
 __all__ = [
@@ -92,14 +94,6 @@ class CallResult(BaseModel):
     state_diff: list = Field(default_factory=list)
     state_hash: str = ""
     duration_ms: float = 0.0
-
-
-class CheckResult(BaseModel):
-    """Outcome of one checker function."""
-
-    index: int
-    status: Literal["true", "false", "error"]
-    error: str | None = None
 
 
 class SandboxError(RuntimeError):

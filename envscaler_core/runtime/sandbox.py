@@ -161,7 +161,7 @@ class Sandbox:
 
     Args:
         sessions: Session workers (the most sessions open at once).
-        checkers: One-shot workers for checkers, replays and schemas (default ``max(2, sessions // 2)``).
+        oneshots: One-shot workers, for checker batches, replays and schemas (default ``max(2, sessions // 2)``).
         limits: Sandbox limits of both pools.
         checker_timeout_s: Budget of one checker.
 
@@ -172,19 +172,19 @@ class Sandbox:
     def __init__(
         self,
         sessions: int = 4,
-        checkers: int | None = None,
+        oneshots: int | None = None,
         *,
         limits: SandboxLimits | None = None,
         checker_timeout_s: float = 2.0,
     ) -> None:
-        checkers = max(2, sessions // 2) if checkers is None else checkers
+        oneshots = max(2, sessions // 2) if oneshots is None else oneshots
         limits = limits or SandboxLimits()
         fork_server = new_fork_server(limits)  # both pools fork their hosts from it
         # Hosts start when first needed: the constructor returns at once (the first episodes ask
-        # the model while their hosts start), and cached verdicts leave most checker hosts unused.
+        # the model while their hosts start), and cached check results leave most one-shot hosts unused.
         self._setup(
             WorkerPool(max(1, sessions), limits, prestart=HOSTS_PRESTARTED, fork_server=fork_server),
-            WorkerPool(max(1, checkers), limits, prestart=HOSTS_PRESTARTED, fork_server=fork_server),
+            WorkerPool(max(1, oneshots), limits, prestart=HOSTS_PRESTARTED, fork_server=fork_server),
             checker_timeout_s,
             fork_server,
         )
@@ -373,15 +373,15 @@ class Sandbox:
     _shared_lock = threading.Lock()
 
     @classmethod
-    def shared(cls, sessions: int = 4, checkers: int | None = None) -> Sandbox:
+    def shared(cls, sessions: int = 4, oneshots: int | None = None) -> Sandbox:
         """This process's sandbox of that size (started on first use, closed at exit): what many
         environment instances in one process share (ROLL runs dozens per worker, one thread each)."""
         with cls._shared_lock:
-            key = (sessions, checkers)
+            key = (sessions, oneshots)
             if key not in cls._shared:
                 if not cls._shared:
                     atexit.register(cls.close_shared)
-                cls._shared[key] = cls(sessions, checkers)
+                cls._shared[key] = cls(sessions, oneshots)
             return cls._shared[key]
 
     @classmethod

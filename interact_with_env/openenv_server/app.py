@@ -73,7 +73,7 @@ def open_sandbox(options: ServerOptions) -> Sandbox:
     """One session worker per OpenEnv session; a few one-shot workers for checkers and replays
     (verdicts are cached per state, so scoring needs far fewer workers than episodes)."""
     limits = SandboxLimits(call_timeout_s=options.call_timeout_s, env_templates=options.env_templates)
-    return Sandbox(options.max_sessions, checkers=max(2, min(32, options.max_sessions // 8)), limits=limits)
+    return Sandbox(options.max_sessions, oneshots=max(2, min(32, options.max_sessions // 8)), limits=limits)
 
 
 def service_from_files(

@@ -41,7 +41,7 @@ NOT_IN_IMAGE = ("xllamacpp", "scikit-learn", "numpy")
 
 
 @dataclass
-class RewardCheck:
+class RewardBounds:
     """The measured reward contract of one scenario."""
 
     scenario_id: str
@@ -84,18 +84,18 @@ async def _score(service: EpisodeService, scenario: Scenario, oracle: bool) -> f
 
 def measure_rewards(
     envs: dict[str, EnvSpec], scenarios: list[Scenario], max_steps: int
-) -> tuple[list[RewardCheck], dict[str, list[str]]]:
+) -> tuple[list[RewardBounds], dict[str, list[str]]]:
     """Each scenario's oracle (reference solution, then ``done``) and floor (``done`` at once)
     rewards, and the tool names of each environment (from its code, in the sandbox)."""
     settings = RolloutSettings(
         mode="task", max_steps=max(max_steps, 1 + max(len(s.reference_solution) for s in scenarios))
     )
 
-    async def run() -> tuple[list[RewardCheck], dict[str, list[str]]]:
+    async def run() -> tuple[list[RewardBounds], dict[str, list[str]]]:
         with Sandbox(4) as sandbox:
             service = EpisodeService(envs, scenarios, sandbox, settings)
             checks = [
-                RewardCheck(s.id, s.env_id, await _score(service, s, True), await _score(service, s, False))
+                RewardBounds(s.id, s.env_id, await _score(service, s, True), await _score(service, s, False))
                 for s in scenarios
             ]
             tools = {
@@ -108,7 +108,7 @@ def measure_rewards(
 
 def export_folder(
     envs: dict[str, EnvSpec], scenarios: list[Scenario], out: Path, settings: ExportSettings
-) -> list[RewardCheck]:
+) -> list[RewardBounds]:
     """Writes the folder; returns the reward checks of every scenario (the unfit ones are not bundled).
 
     Raises:
@@ -161,7 +161,7 @@ def export_folder(
 
 
 def _manifest(
-    settings: ExportSettings, kept: list[Scenario], fit: list[RewardCheck], tools_by_env: dict[str, list[str]]
+    settings: ExportSettings, kept: list[Scenario], fit: list[RewardBounds], tools_by_env: dict[str, list[str]]
 ) -> dict:
     floor_margin = round(min(1.0 - c.floor for c in fit), 4)
     tools = sorted({n for s in kept for n in tools_by_env[s.env_id]} | {DONE})
@@ -197,7 +197,7 @@ def _manifest(
     }
 
 
-def _write_validation(out: Path, kept: list[Scenario], fit: list[RewardCheck]) -> None:
+def _write_validation(out: Path, kept: list[Scenario], fit: list[RewardBounds]) -> None:
     oracle = {s.id: [{"tool_name": c.name, "arguments": c.arguments} for c in s.reference_solution] for s in kept}
     rewards = {c.scenario_id: {"oracle": c.oracle, "floor": c.floor} for c in fit}
     (out / "validation" / "oracle.json").write_text(
@@ -213,7 +213,7 @@ def _write_validation(out: Path, kept: list[Scenario], fit: list[RewardCheck]) -
     (out / "validation" / "runtime.json").write_text(json.dumps(plan, indent=1, ensure_ascii=False) + "\n")
 
 
-def _readme(settings: ExportSettings, kept: list[Scenario], fit: list[RewardCheck], used: set[str]) -> str:
+def _readme(settings: ExportSettings, kept: list[Scenario], fit: list[RewardBounds], used: set[str]) -> str:
     rows = "\n".join(f"| `{c.scenario_id}` | `{c.env_id}` | {c.oracle} | {c.floor} |" for c in fit)
     mode_help = (
         "answer with the `done` tool"
@@ -277,7 +277,7 @@ def _title(name: str) -> str:
     return " ".join(part.capitalize() for part in re.split(r"[-_.]+", name) if part)
 
 
-def _summary(checks: list[RewardCheck]) -> str:
+def _summary(checks: list[RewardBounds]) -> str:
     return ", ".join(f"{c.scenario_id}: oracle {c.oracle}, floor {c.floor}" for c in checks[:5])
 
 

@@ -13,7 +13,7 @@ from envscaler_core.runner import StageContext
 from envscaler_core.runtime import Sandbox
 from envscaler_core.scoring import Scorer
 from interact_with_env.config import InteractConfig
-from interact_with_env.play.controller import PlaySession
+from interact_with_env.play.controller import PlayEpisode
 
 
 class PlayBackend:
@@ -34,7 +34,7 @@ class PlayBackend:
         self.scenarios = {s.id: s for s in scenarios}
         self.scorer = Scorer(sandbox)
         self.reward = ChecklistReward(self.scorer, progress=self.config.progress_reward)
-        self.sessions: collections.OrderedDict[str, PlaySession] = collections.OrderedDict()
+        self.sessions: collections.OrderedDict[str, PlayEpisode] = collections.OrderedDict()
         self.max_sessions = sandbox.session_capacity
 
     def scenarios_of(self, env_id: str) -> list[Scenario]:
@@ -66,10 +66,10 @@ class PlayBackend:
 
     async def new_session(
         self, scenario_id: str, mode: str, agent_mode: str, human_agent: bool, human_user: bool
-    ) -> tuple[str, PlaySession]:
+    ) -> tuple[str, PlayEpisode]:
         """Starts a session; the oldest ones are closed beyond ``max_sessions``."""
         scenario = self.scenarios[scenario_id]
-        session = PlaySession(
+        session = PlayEpisode(
             self.engine(mode, agent_mode, human_agent, human_user),
             self.scorer,
             self.envs[scenario.env_id],

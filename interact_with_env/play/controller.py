@@ -1,9 +1,9 @@
 """The play demo's logic, independent of Gradio (so it is tested without a browser).
 
-A :class:`PlaySession` runs one episode in the sandbox, turn by turn: the model or a person
+A :class:`PlayEpisode` runs one episode in the sandbox, turn by turn: the model or a person
 plays the agent, the simulator or a person plays the user. After every turn it can show the
 conversation, the calls with their state diffs, the live state and the checklist evaluated on
-the live state; :meth:`PlaySession.finish` scores the episode and saves the trajectory.
+the live state; :meth:`PlayEpisode.finish` scores the episode and saves the trajectory.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from envscaler_core.store import write_json_atomic
 STATUS_ICON = {"true": "✔ pass", "false": "✘ fail", "error": "! error"}
 
 
-class PlaySession:
+class PlayEpisode:
     """One interactive episode.
 
     Args:

@@ -12,7 +12,7 @@ from envscaler_core.rollout import env_introduction
 from envscaler_core.runtime import SandboxError
 from envscaler_core.toolformat import CALL_CLOSE, CALL_OPEN, dumps
 from interact_with_env.play.backend import PlayBackend
-from interact_with_env.play.controller import PlaySession
+from interact_with_env.play.controller import PlayEpisode
 
 HELP = (
     "As the agent, write plain text (an answer) or a tool call such as "
@@ -21,7 +21,7 @@ HELP = (
 )
 
 
-def _views(session: PlaySession | None) -> tuple[Any, ...]:
+def _views(session: PlayEpisode | None) -> tuple[Any, ...]:
     if session is None:
         return [], [], [], {}, "Pick a scenario and press **Start**.", None
     path = str(session.saved_path) if session.saved_path else None
@@ -55,7 +55,7 @@ def build_app(backend: PlayBackend) -> gr.Blocks:
     """The demo page."""
     env_choices = [(f"{e.env_id}: {e.environment_summary[:60]}", e.env_id) for e in backend.envs.values()]
 
-    def session_of(key: str) -> PlaySession:
+    def session_of(key: str) -> PlayEpisode:
         session = backend.sessions.get(key)
         if session is None:
             raise gr.Error("Press Start first.")

@@ -33,7 +33,7 @@ def add_step_arguments(parser: argparse.ArgumentParser, with_input: bool = True)
     add_config_arguments(parser)
 
 
-def read_envs(path: Path) -> dict[str, EnvSpec]:
+def read_accepted_envs(path: Path) -> dict[str, EnvSpec]:
     """Accepted environments from ``path``; bad input is a :class:`UserError`."""
     try:
         envs = load_envs(path)
@@ -48,7 +48,7 @@ def read_envs(path: Path) -> dict[str, EnvSpec]:
 def execute(args: argparse.Namespace, body: Callable[[Steps], Awaitable[object]], **explicit) -> int:
     """Builds config, context and sandbox, runs ``body``, prints the summary, updates the manifest."""
     cfg = config_from_args(ScenGeneratorConfig, SECTION, args, **explicit)
-    envs = read_envs(args.envs)
+    envs = read_accepted_envs(args.envs)
     ctx = StageContext(STAGE, cfg)
 
     async def main() -> None:

@@ -1,4 +1,4 @@
-"""Shared plumbing of the subcommands: config, context, sandbox pool, summary."""
+"""Shared plumbing of the subcommands: config, context, the sandbox, summary."""
 
 from __future__ import annotations
 
@@ -41,12 +41,12 @@ def context(args: argparse.Namespace, name: str = "skel_builder") -> StageContex
 
 
 def execute(ctx: StageContext, title: str, step: Callable[[Sandbox], Awaitable[dict[str, Any]]]) -> int:
-    """Run one async step with a sandbox pool, print the summary, update the manifest."""
+    """Run one async step with a sandbox, print the summary, update the manifest."""
     cfg: SkelBuilderConfig = ctx.config
 
     async def main() -> dict[str, Any]:
-        with Sandbox(max(cfg.sandbox_workers, cfg.concurrency), 2) as pool:
-            return await step(pool)
+        with Sandbox(max(cfg.sandbox_workers, cfg.concurrency), 2) as sandbox:
+            return await step(sandbox)
 
     counts = asyncio.run(main())
     rows = summary_rows(ctx, counts)

@@ -10,4 +10,4 @@ def add_arguments(parser):
 
 def run(args):
     ctx = context(args)
-    return execute(ctx, "skel_builder inspect", lambda pool: pipeline.inspect(ctx, pool, args.limit))
+    return execute(ctx, "skel_builder inspect", lambda sandbox: pipeline.inspect(ctx, sandbox, args.limit))

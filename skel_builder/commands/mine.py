@@ -12,7 +12,7 @@ def add_arguments(parser):
 def run(args):
     ctx = context(args)
 
-    async def step(pool):
+    async def step(sandbox):
         return await pipeline.mine(ctx, args.tasks, args.format, args.limit)
 
     return execute(ctx, "skel_builder mine", step)

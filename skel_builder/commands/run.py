@@ -12,10 +12,10 @@ def add_arguments(parser):
 def run(args):
     ctx = context(args)
 
-    async def step(pool):
+    async def step(sandbox):
         counts = await pipeline.mine(ctx, args.tasks, args.format, args.limit)
-        counts.update(await pipeline.synthesize(ctx, pool))
-        counts.update(await pipeline.inspect(ctx, pool))
+        counts.update(await pipeline.synthesize(ctx, sandbox))
+        counts.update(await pipeline.inspect(ctx, sandbox))
         return counts
 
     return execute(ctx, "skel_builder run", step)

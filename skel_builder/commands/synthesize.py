@@ -10,4 +10,4 @@ def add_arguments(parser):
 
 def run(args):
     ctx = context(args)
-    return execute(ctx, "skel_builder synthesize", lambda pool: pipeline.synthesize(ctx, pool, args.limit))
+    return execute(ctx, "skel_builder synthesize", lambda sandbox: pipeline.synthesize(ctx, sandbox, args.limit))

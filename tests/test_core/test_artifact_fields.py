@@ -102,3 +102,11 @@ def test_from_stored_tolerates_what_model_validate_rejects():
     with pytest.raises(ValidationError):
         Scenario.model_validate(OLD_SCENARIO)
     assert Scenario.from_stored(OLD_SCENARIO).task_notes == OLD_SCENARIO["task_notes"]
+
+
+def test_an_environment_has_one_id():
+    env = EnvSpec(id="lib", env_class_name="C", env_class_code="class C: pass")
+    assert env.env_id == env.id == "lib"
+    assert EnvSpec(id="lib", env_id="lib", env_class_name="C", env_class_code="class C: pass").env_id == "lib"
+    with pytest.raises(ValueError, match="must equal its id"):
+        EnvSpec(id="lib", env_id="other", env_class_name="C", env_class_code="class C: pass")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from envscaler_core.artifacts import CheckOutcome, RewardBreakdown, StepRecord, Trajectory
+from envscaler_core.artifacts import CheckResult, RewardBreakdown, StepRecord, Trajectory
 from envscaler_core.rollout import FilterSettings, build_report, filter_reasons, per_check, per_scenario, report_rows
 
 pytestmark = pytest.mark.unit
@@ -23,7 +23,7 @@ def traj(
     assistant_turns=4,
     last="Task Completed",
 ):
-    checks = [CheckOutcome(status="true"), CheckOutcome(status="true" if passed else "false")]
+    checks = [CheckResult(status="true"), CheckResult(status="true" if passed else "false")]
     messages = [{"role": "user", "content": "t"}] + [{"role": "assistant", "content": "x"}] * (assistant_turns - 1)
     messages.append({"role": "assistant", "content": last})
     return Trajectory(
@@ -88,7 +88,7 @@ def test_per_scenario_lowest_pass_rate_first():
 
 def test_per_check_counts_false_and_error_most_failures_first():
     broken = traj("b", 0, True)
-    broken.reward.checks = [CheckOutcome(check_item="x", status="error", error="KeyError")]
+    broken.reward.checks = [CheckResult(check_item="x", status="error", error="KeyError")]
     trajs = [traj("a", i, i == 0) for i in range(3)] + [broken]
     rows = per_check(trajs)
     assert [(r["scenario_id"], r["index"]) for r in rows] == [("a", 1), ("b", 0), ("a", 0)]

@@ -30,7 +30,7 @@ class CountingSandbox:
             self.runs.append(final["count"])
         time.sleep(self.delay)
         verdicts = [final["count"] == 2, final["count"] > initial["count"]]
-        return [CheckResult(index=i, status="true" if v else "false") for i, v in enumerate(verdicts)]
+        return [CheckResult(status="true" if v else "false") for i, v in enumerate(verdicts)]
 
 
 def test_concurrent_checks_of_one_state_share_one_run():

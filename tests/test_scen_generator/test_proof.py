@@ -109,5 +109,5 @@ def test_null_reward_bound_records_initial_values(sandbox):
 def test_reward_counts_errors_as_zero():
     from envscaler_core.runtime import CheckResult
 
-    checks = [CheckResult(index=0, status="true"), CheckResult(index=1, status="error", error="x")]
+    checks = [CheckResult(status="true"), CheckResult(status="error", error="x")]
     assert share_true(checks) == 0.5 and share_true([]) == 0.0
