@@ -26,7 +26,7 @@ from scen_generator.diff_checks import DiffCheck, added_records, diff_checks, mi
 from scen_generator.lookups import Lookup, description, find_lookups, given_ids, hide_ids, leaves, touched_records
 from scen_generator.probes import is_query_tool
 from scen_generator.reference import reference_model
-from scen_generator.tasks import draft_task, task_problem
+from scen_generator.tasks import task_drafts, task_problem
 
 
 def changing_tools(env: EnvSpec, tools: list[dict]) -> list[dict]:
@@ -319,32 +319,18 @@ async def generate_planned_task(
         lookups=_lookup_note(list(lookups)),
         feedback="",
     )
-    messages = [{"role": "user", "content": prompt}]
     problems: list[str] = []
     last = ""
-    for attempt in range(cfg.task_attempts):
-        drafted = await draft_task(client, messages, cfg, f"plantask:{attempt}", label)
-        if isinstance(drafted, str):
-            problems.append(f"attempt {attempt + 1}: {drafted}")
-            continue
-        draft, task = drafted
-        found, fixes = _task_problems(task, checks, cfg.plan_task_min_words, lookups)
+    async for attempt in task_drafts(client, prompt, cfg, "plantask", label, problems):
+        found, fixes = _task_problems(attempt.task, checks, cfg.plan_task_min_words, lookups)
         if not found:
-            return task, problems
+            return attempt.task, problems
         if not any(p.startswith(("the request repeats", "the request gives the id")) for p in found):
-            last = task  # a candidate for ``append``: only values missing
-        problems.append(f"attempt {attempt + 1}: " + "; ".join(found))
-        messages = messages[:1] + [
-            {"role": "assistant", "content": draft.model_dump_json()},
-            {
-                "role": "user",
-                "content": "Rejected: "
-                + "; ".join(found)
-                + ". Write the request again ("
-                + "; ".join(fixes)
-                + "), as the same JSON object.",
-            },
-        ]
+            last = attempt.task  # a candidate for ``append``: only values missing
+        problems.append(f"attempt {attempt.number}: " + "; ".join(found))
+        attempt.reask = (
+            f"Rejected: {'; '.join(found)}. Write the request again ({'; '.join(fixes)}), as the same JSON object."
+        )
     if cfg.plan_missing_values == "append" and last:
         return with_values_appended(last, checks), problems + ["the missing values were appended"]
     return None, problems

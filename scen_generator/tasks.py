@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 from pydantic import BaseModel
 
@@ -51,6 +53,36 @@ async def draft_task(
     return draft, clean_task(draft.task)
 
 
+@dataclass
+class Attempt:
+    """One drafted task (``number`` counts from 1). A caller that rejects it sets ``reask``: the
+    next attempt sees the draft and that answer."""
+
+    number: int
+    draft: TaskDraft
+    task: str
+    reask: str = ""
+
+
+async def task_drafts(
+    client: LLMClient, prompt: str, cfg: ScenGeneratorConfig, salt: str, label: str, problems: list[str]
+) -> AsyncIterator[Attempt]:
+    """Up to ``cfg.task_attempts`` drafts of a task; a request that fails is noted in ``problems``."""
+    messages = [{"role": "user", "content": prompt}]
+    for index in range(cfg.task_attempts):
+        drafted = await draft_task(client, messages, cfg, f"{salt}:{index}", label)
+        if isinstance(drafted, str):
+            problems.append(f"attempt {index + 1}: {drafted}")
+            continue
+        attempt = Attempt(index + 1, *drafted)
+        yield attempt
+        if attempt.reask:
+            messages[1:] = [
+                {"role": "assistant", "content": attempt.draft.model_dump_json()},
+                {"role": "user", "content": attempt.reask},
+            ]
+
+
 async def generate_task(
     client: LLMClient, env: EnvSpec, state: dict, tools: list[dict], cfg: ScenGeneratorConfig, label: str
 ) -> tuple[str | None, list[str]]:
@@ -65,24 +97,13 @@ async def generate_task(
         state=state_text(state),
         min_words=cfg.task_min_words,
     )
-    messages = [{"role": "user", "content": prompt}]
     problems: list[str] = []
-    for attempt in range(cfg.task_attempts):
-        drafted = await draft_task(client, messages, cfg, f"task:{attempt}", label)
-        if isinstance(drafted, str):
-            problems.append(f"attempt {attempt + 1}: {drafted}")
-            continue
-        draft, task = drafted
-        problem = task_problem(task, cfg.task_min_words)
+    async for attempt in task_drafts(client, prompt, cfg, "task", label, problems):
+        problem = task_problem(attempt.task, cfg.task_min_words)
         if problem is None:
-            return task, problems
-        problems.append(f"attempt {attempt + 1}: {problem}")
-        messages = messages[:1] + [
-            {"role": "assistant", "content": draft.model_dump_json()},
-            {
-                "role": "user",
-                "content": f"Rejected: {problem}. Write the task again, longer, "
-                "with more sub-goals, as the same JSON object.",
-            },
-        ]
+            return attempt.task, problems
+        problems.append(f"attempt {attempt.number}: {problem}")
+        attempt.reask = (
+            f"Rejected: {problem}. Write the task again, longer, with more sub-goals, as the same JSON object."
+        )
     return None, problems
