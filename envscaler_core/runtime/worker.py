@@ -86,7 +86,28 @@ def cell_uid(limits: SandboxLimits) -> int:
     """The unprivileged uid/gid a new worker's templates and cells run as (0: keep the uid, when not root)."""
     if not (limits.drop_privileges and os.geteuid() == 0):
         return 0
-    return 200_000 + next(_UIDS) % 100_000 + (os.getpid() % 97) * 100_000
+    return uid_of_worker(os.getpid(), next(_UIDS), _pid_max())
+
+
+UID_BASE = 1_000_000
+
+
+def uid_of_worker(pid: int, worker: int, pid_max: int) -> int:
+    """The uid of the ``worker``-th worker of process ``pid``: each live process has a block of its
+    own (its pid's), so the workers of two processes never share a uid. That matters beyond
+    isolation: a template's ``RLIMIT_NPROC`` counts every process of its uid, and a cell of another
+    run's worker under the same uid would make its fork fail. A process reuses its block's uids
+    only after as many workers as the block holds (1,023 with the largest pid range)."""
+    block = min(65_536, (2**32 - 2 - UID_BASE) // max(pid_max, 1))
+    return UID_BASE + pid * block + worker % block
+
+
+def _pid_max() -> int:
+    try:
+        with open("/proc/sys/kernel/pid_max") as fh:
+            return int(fh.read())
+    except (OSError, ValueError):
+        return 4_194_304  # the kernel's largest
 
 
 def sweep_stale_workdirs() -> list[str]:

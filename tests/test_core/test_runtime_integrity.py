@@ -453,3 +453,15 @@ def test_sandbox_never_wipes_a_folder_that_is_not_its_own(tmp_path):
     assert (outside / "keep.txt").exists()
     assert not (own / "scratch.txt").exists()
     assert not is_own_folder("/tmp") and not is_own_folder("/")
+
+
+def test_workers_of_two_processes_never_share_a_uid():
+    """A template's RLIMIT_NPROC counts every process of its uid: two runs side by side (two
+    make test, or a stage and its pipeline) whose workers shared a uid failed to fork cells."""
+    from envscaler_core.runtime.worker import uid_of_worker
+
+    for pid_max in (32_768, 4_194_304):
+        blocks = [{uid_of_worker(pid, n, pid_max) for n in range(1_023)} for pid in (1, 2, 97, 98, pid_max - 1)]
+        assert all(len(b) == 1_023 for b in blocks)
+        assert not set.intersection(*blocks[:2]) and not blocks[2] & blocks[3]
+        assert max(uid_of_worker(pid_max - 1, n, pid_max) for n in range(70_000)) < 2**32 - 1

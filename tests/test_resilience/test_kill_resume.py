@@ -47,11 +47,13 @@ def test_kill_9_then_resume_finishes_every_item_once_without_repeating_cached_ca
 
     scripted_env.latency_s = 0.0
     finish(start(command, scripted_env, log), log)
-    second_run = len(scripted_env.completion_requests) - sent_before - first_run
     case.check(out)
-    assert second_run == total - cached
+    # the restarted run's own count: the server may still record a request the killed process had
+    # sent when it died after the count above (it answers a closed connection)
     usage = read_json(out / "manifest.json")["stages"][case.name]["llm_total"]
-    assert usage["calls"] == second_run
+    second_run = usage["calls"]
+    assert second_run == total - cached
+    assert len(scripted_env.completion_requests) - sent_before in (first_run + second_run, first_run + second_run + 1)
     # a hit is a cached answer of an item the kill interrupted (finished items are skipped)
     assert usage["cache_hits"] <= cached
     if case.name == "interact_with_env":
