@@ -290,29 +290,29 @@ class Arena:
         self.print_summary()
         return 0
 
-    def curriculum(self) -> tuple[list[Scenario], int]:
+    def curriculum(self) -> tuple[list[Scenario], list[float]]:
         """The proven scenarios whose measured pass rate lies in the band (with it in their
-        difficulty), easiest first; and how many proven scenarios were measured."""
+        difficulty), easiest first; and the pass rates of every measured proven scenario."""
         low, high = self.cfg.band
-        kept, measured = [], 0
+        kept, rates = [], []
         for result in self.results:
             agents = {t.scenario_id: t.model for t in result.trajectories}
             for scenario in result.scenarios:
                 tally = result.by_scenario.get(scenario.id)
                 if tally is None or tally.pass_rate is None:
                     continue
-                measured += 1
+                rates.append(tally.pass_rate)
                 if low <= tally.pass_rate <= high and scenario.difficulty is not None:
                     difficulty = scenario.difficulty.measured(
                         tally.pass_rate, tally.episodes, 0, agent_label(agents[scenario.id])
                     )
                     kept.append(scenario.model_copy(update={"difficulty": difficulty}))
         kept.sort(key=lambda s: (-(s.difficulty.pass_rate or 0.0) if s.difficulty else 0.0, s.id))
-        return kept, measured
+        return kept, rates
 
     def finish(self, started: float, complete: bool) -> None:
         """Writes the curriculum, the report and the chart as they stand."""
-        kept, measured = self.curriculum()
+        kept, rates = self.curriculum()
         JsonlStore(self.out / "curriculum.jsonl", Scenario).rewrite(kept)
         cfg = self.cfg
         write_text_atomic(
@@ -331,8 +331,9 @@ class Arena:
                 "curriculum": {
                     "path": "curriculum.jsonl",
                     "scenarios": len(kept),
-                    "measured": measured,
-                    "in_band_share": round(len(kept) / measured, 4) if measured else None,
+                    "measured": len(rates),
+                    "in_band_share": round(len(kept) / len(rates), 4) if rates else None,
+                    **_extremes(rates),
                 },
                 "chart": "arena_curve.svg",
                 "complete": complete,
@@ -347,10 +348,18 @@ class Arena:
                 rate = "-" if level["pass_rate"] is None else f"{level['pass_rate']:.2f}"
                 rows.append([record["round"], level["calls"], level["scenarios"], level["episodes"], rate])
         print_table("arena: pass rate per level", rows, ["round", "calls", "scenarios", "episodes", "pass rate"])
-        kept, measured = self.curriculum()
+        kept, rates = self.curriculum()
+        extremes = _extremes(rates)
         print(
-            f"curriculum: {len(kept)} of {measured} measured scenarios in the band -> {self.out / 'curriculum.jsonl'}"
+            f"curriculum: {len(kept)} of {len(rates)} measured scenarios in the band (never solved "
+            f"{extremes['never_solved']}, always solved {extremes['always_solved']}) -> {self.out / 'curriculum.jsonl'}"
         )
+
+
+def _extremes(rates: list[float]) -> dict[str, int]:
+    """Measured scenarios the agent solved in no episode, and in every one. An agent whose outcome
+    on a scenario does not vary with the sample leaves none in the band, whatever the levels."""
+    return {"never_solved": sum(rate == 0.0 for rate in rates), "always_solved": sum(rate == 1.0 for rate in rates)}
 
 
 def _read(path: Path) -> list[Scenario]:

@@ -121,9 +121,14 @@ def test_the_measured_curve_is_the_agents_and_weak_and_strong_agents_get_differe
         assert report["complete"] and (tmp_path / f"q{q}" / "arena_curve.svg").read_text().startswith("<svg")
         low, high = report["band"]
         assert curriculum and all(low <= s.difficulty.pass_rate <= high for s in curriculum)
+        outcomes = report["curriculum"]
+        assert outcomes["measured"] == sum(lv["scenarios"] for r in report["rounds"] for lv in r["levels"])
+        assert outcomes["never_solved"] + outcomes["always_solved"] + len(curriculum) <= outcomes["measured"]
         assert all(s.difficulty.samples == 8 and s.difficulty.agent == "scripted" for s in curriculum)
         curricula[q] = report, curriculum
     (weak, weak_curriculum), (strong, strong_curriculum) = curricula[0.5], curricula[0.1]
+    # the weak agent solves a six-call task 1.6 % of the time: most of those are never solved
+    assert weak["curriculum"]["never_solved"] >= 2
     # the weak agent is composed one- and two-call tasks; the strong one four to six
     assert weak["rounds"][0]["chosen"]["calls"] == 1 and strong["rounds"][0]["chosen"]["calls"] == 6
     assert [lv["calls"] for lv in weak["rounds"][1]["levels"]] == [1, 2, 3]
