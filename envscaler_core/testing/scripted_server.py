@@ -14,6 +14,7 @@ import itertools
 import json
 import random
 import select
+import sys
 import threading
 import time
 import uuid
@@ -96,6 +97,18 @@ def _approx_tokens(obj: Any) -> int:
     return max(1, len(json.dumps(obj)) // 4)
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """The stdlib server, minus a traceback on stderr for each client that hangs up mid-request
+    (the fault tests and killed clients do it on purpose; a reset is not a server error)."""
+
+    daemon_threads = True
+    request_queue_size = 256
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
+
 class ScriptedServer:
     """Context manager running the server on 127.0.0.1 in a background thread."""
 
@@ -123,10 +136,7 @@ class ScriptedServer:
 
     # ----------------------------------------------------------------- lifecycle
     def __enter__(self) -> ScriptedServer:
-        handler = _make_handler(self)
-        ThreadingHTTPServer.request_queue_size = 256
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
+        self._httpd = _QuietServer(("127.0.0.1", 0), _make_handler(self))
         threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
         return self
 
