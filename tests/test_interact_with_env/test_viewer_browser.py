@@ -259,6 +259,7 @@ def test_an_arena_shows_its_curve_per_round(scripted_run, watch, tmp_path):
     page.goto(out.as_uri())
     expect(page.locator("#view")).to_contain_text("chosen levels", timeout=TIMEOUT)
     expect(page.locator("#view")).to_contain_text("2 → 2")
+    expect(page.locator("#view")).to_contain_text("never solved 1, always solved 0")
     page.goto(out.as_uri() + "#/charts")
     curve = page.locator("#chart-arena")
     expect(curve.locator("polyline")).to_have_count(2)  # one line per round

@@ -1693,6 +1693,9 @@
             ? `${curriculum.scenarios} of ${curriculum.measured !== undefined ? curriculum.measured : "?"} measured scenarios in the band`
             : "–",
         ],
+        curriculum.never_solved !== undefined
+          ? ["outside the band", `never solved ${curriculum.never_solved}, always solved ${curriculum.always_solved}`]
+          : null,
       ]),
       h("p", {}, h("a", { href: "#/charts" }, "the per-round curve is among the charts")),
     ];
