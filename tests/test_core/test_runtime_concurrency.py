@@ -118,15 +118,19 @@ def test_a_reopened_parked_session_does_not_repeat_its_schema_warnings(caplog):
 
 def test_a_lazy_pool_never_starts_more_workers_than_its_size(monkeypatch):
     # the size check and the count must be one critical section: concurrent first acquires must not
-    # all pass the check while the first workers are still starting
+    # all pass the check while the first workers are still starting. The workers here finish
+    # starting only once the other six acquires have been refused, so a pool that counted a worker
+    # after starting it would let all eight start and never refuse one (the test then hangs until
+    # pytest-timeout fails it); a correct pool refuses six while two are still starting.
     import threading
-    import time
 
     from envscaler_core.runtime import pool as pool_module
 
-    class SlowWorker:
+    refused, all_refused = [], threading.Event()
+
+    class WorkerStartedAfterTheRefusals:
         def __init__(self, limits, template):
-            time.sleep(0.05)  # widens the window a racy count would let other starts through
+            all_refused.wait()
             self.alive = True
 
         def settle(self):
@@ -135,28 +139,19 @@ def test_a_lazy_pool_never_starts_more_workers_than_its_size(monkeypatch):
         def kill(self):
             pass
 
-    class YieldingLock:  # lets the other threads run right after every critical section
-        def __init__(self):
-            self.lock = threading.Lock()
-
-        def __enter__(self):
-            self.lock.acquire()
-
-        def __exit__(self, *exc):
-            self.lock.release()
-            time.sleep(0.01)
-
-    monkeypatch.setattr(pool_module, "Worker", SlowWorker)
+    monkeypatch.setattr(pool_module, "Worker", WorkerStartedAfterTheRefusals)
     pool = pool_module.WorkerPool(2, FAST_LIMITS, prestart=0, fork_server=None)
-    pool._lock = YieldingLock()
-    got, gate = [], threading.Barrier(8)
+    got, gate, lock = [], threading.Barrier(8), threading.Lock()
 
     def take():
         gate.wait()
         try:
             got.append(pool.acquire(timeout=0))  # no worker is ever released: waiting cannot help
-        except Exception:  # noqa: BLE001 - pool_busy for the 6 that find no room
-            pass
+        except pool_module.WorkerError as exc:
+            with lock:
+                refused.append(exc.error_type)
+                if len(refused) == 6:
+                    all_refused.set()
 
     threads = [threading.Thread(target=take) for _ in range(8)]
     for t in threads:
@@ -164,4 +159,4 @@ def test_a_lazy_pool_never_starts_more_workers_than_its_size(monkeypatch):
     for t in threads:
         t.join()
     pool.close()
-    assert pool.started == 2 and len(got) == 2
+    assert pool.started == 2 and len(got) == 2 and refused == ["pool_busy"] * 6

@@ -304,8 +304,10 @@ def test_a_cancelled_call_on_the_loop_kills_its_process_and_the_next_starts_from
             await session.acall("ping")
             worker = session.worker
             call = asyncio.ensure_future(session.acall("attack"))
-            # one turn of the loop runs the call's first step: it takes the session and writes its
-            # frame before its first wait, and its answer cannot be read before the cancel below
+            # not a timed wait: sleep(0) hands the loop exactly one turn, in which the call's first
+            # step takes the session and writes its frame (it does not await before that). No other
+            # turn runs before the cancel below, so its answer cannot be read first whatever the load;
+            # the assertion below fails, rather than flakes, if that first step ever changes.
             await asyncio.sleep(0)
             assert not session.close_nowait()  # the call holds the session: nothing is freed under it
             call.cancel()
