@@ -16,12 +16,11 @@ import signal
 import subprocess
 import sys
 import threading
-import time
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-from envscaler_core.launch import free_port
+from envscaler_core.cli import UserError
+from envscaler_core.launch import free_port, wait_ready
 from envscaler_core.llm.models import resolve_model_path
 
 log = logging.getLogger(__name__)
@@ -65,20 +64,6 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
-
-
-def _wait_ready(url: str, process: subprocess.Popen, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"embedded llama.cpp server exited with code {process.returncode}")
-        try:
-            with urllib.request.urlopen(url + "/models", timeout=2) as resp:
-                if resp.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"embedded llama.cpp server not ready after {timeout:.0f}s")
 
 
 def default_threads() -> int:
@@ -136,7 +121,10 @@ def start_server(
     )
     server = EmbeddedServer(f"http://127.0.0.1:{port}/v1", str(path), sha, process, slots)
     try:
-        _wait_ready(server.base_url, process, timeout=180)
+        wait_ready(server.base_url + "/models", process, "embedded llama.cpp server", 180)
+    except UserError as exc:  # not the user's input: the library's callers see a RuntimeError
+        server.stop()
+        raise RuntimeError(str(exc)) from None
     except Exception:
         server.stop()
         raise
