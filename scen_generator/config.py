@@ -131,6 +131,14 @@ class ScenGeneratorConfig(StageConfig):
     plan_skill_weights: dict[str, float] = Field(default_factory=dict)
     collateral_gate: bool = True
     collateral_factor: float = Field(default=0.0, ge=0.0, le=1.0)
+    plan_task_min_words: int = 12
+    plan_missing_values: Literal["reask", "append"] = "reask"
+    solve_samples: int = 0
+    solve_max_steps: int = 10
+    solve_temperature: float | None = 0.7
+    solve_max_tokens: int | None = 512
+    solve_agent_mode: Literal["fc", "text"] = "fc"
+    solve_repeat_note: bool = False
 
     @model_validator(mode="after")
     def _plan_settings(self) -> ScenGeneratorConfig:
@@ -142,15 +150,6 @@ class ScenGeneratorConfig(StageConfig):
         if any(not 0.0 <= w <= 1.0 for w in self.plan_skill_weights.values()):
             raise ValueError("plan_skill_weights are probabilities (0 to 1)")
         return self
-
-    plan_task_min_words: int = 12
-    plan_missing_values: Literal["reask", "append"] = "reask"
-    solve_samples: int = 0
-    solve_max_steps: int = 10
-    solve_temperature: float | None = 0.7
-    solve_max_tokens: int | None = 512
-    solve_agent_mode: Literal["fc", "text"] = "fc"
-    solve_repeat_note: bool = False
 
 
 @dataclass(frozen=True)
